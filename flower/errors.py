@@ -1,0 +1,25 @@
+"""One small exception hierarchy.
+
+Every error a user can cause derives from `FlowerError`; the CLI prints `str(error)` as one line and
+exits non-zero, never a traceback. Messages name the problem and the thing (file, session, option).
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "FlowerError", "ScriptError", "StoreError"]
+
+
+class FlowerError(Exception):
+    """Base of every error flower raises on purpose."""
+
+
+class ConfigError(FlowerError, ValueError):
+    """A spec, option or argument is invalid."""
+
+
+class StoreError(FlowerError):
+    """A session store cannot be opened, read or written (corrupt file, unreachable server)."""
+
+
+class ScriptError(FlowerError, AssertionError):
+    """The scripted fake API was used wrongly: script exhausted, steps left, invalid request."""
