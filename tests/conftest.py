@@ -8,3 +8,5 @@ import pytest
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+pytest_plugins = ["flower.testing.pytest_plugin"]

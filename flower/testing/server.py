@@ -1,0 +1,449 @@
+"""`ScriptedAPI`: a fake Anthropic Messages API on 127.0.0.1 that the real Claude Code CLI talks to.
+
+Threads of a conversation are told apart by the `x-claude-code-agent-id` header (SDK-FACTS §0): requests
+without it belong to the main thread, each subagent id is its own thread. Each thread consumes its own
+script, a list of steps (see `flower.testing.replies`). A subagent's script is chosen on its first request:
+by the first key of `subagents` that occurs in that request's messages (usually a marker in the brief), or,
+when `subagents` is a list, in order of appearance. A `handler(request) -> Step | None` sees every request
+first and may answer it itself.
+
+Invariants:
+- Every request is recorded (headers, body, thread) before it is answered.
+- A request the real API would reject is answered 400 with the real error shape and recorded as a
+  violation; a script that runs out is answered 400 and recorded too. `assert_done()` (also run on
+  context-manager exit without an exception) raises `ScriptError` for violations, exhaustion, and steps
+  left over — so a test fails even when the CLI swallows the error.
+- Only 127.0.0.1 is bound; the port is ephemeral unless given, and `stop()` / `start()` keep it, so a test
+  can make the endpoint unreachable for a while.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from flower.errors import ScriptError
+from flower.testing.replies import DEFAULT_MODEL, Drop, Error, Reply, Step, error_body, materialize, sse_events
+from flower.testing.strict import request_problems
+
+__all__ = ["MAIN", "Request", "ScriptedAPI", "cli_env"]
+
+MAIN = "main"
+AGENT_HEADER = "x-claude-code-agent-id"
+Handler = Callable[["Request"], "Step | None"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One recorded `POST /v1/messages` request."""
+
+    index: int
+    """Position among all recorded message requests, from 0."""
+    thread: str
+    """`"main"` or the subagent's id."""
+    headers: Mapping[str, str]
+    """Request headers, lower-cased names."""
+    body: Mapping[str, Any]
+    """The parsed JSON body."""
+    size: int
+    """Length in bytes of the raw body."""
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.thread != MAIN
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or [])
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+    @cached_property
+    def system_text(self) -> str:
+        system = self.body.get("system") or ""
+        if isinstance(system, str):
+            return system
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, Mapping))
+
+    @cached_property
+    def text(self) -> str:
+        """All text of the messages (text, tool_result and tool_use inputs) joined, for `in` checks."""
+        return "\n".join(_block_text(b) for m in self.messages for b in _content(m))
+
+    @property
+    def chars(self) -> int:
+        """Total characters of the messages' JSON: the context-size proxy of this request."""
+        return len(json.dumps(self.messages, ensure_ascii=False))
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [str(t.get("name")) for t in self.body.get("tools") or []]
+
+    def last_user(self) -> dict[str, Any]:
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                return message
+        return {}
+
+    def last_user_text(self) -> str:
+        return "\n".join(_block_text(b) for b in _content(self.last_user()))
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """The `tool_result` blocks of the last user message."""
+        return [b for b in _content(self.last_user()) if b.get("type") == "tool_result"]
+
+    def result_text(self, tool_use_id: str | None = None) -> str:
+        """Text of the last user message's tool results (of one id, when given)."""
+        return "\n".join(_block_text(b) for b in self.tool_results()
+                         if tool_use_id is None or b.get("tool_use_id") == tool_use_id)
+
+
+def _content(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _block_text(block: Mapping[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind == "tool_result":
+        inner = block.get("content")
+        if isinstance(inner, list):
+            return "\n".join(_block_text(b) for b in inner if isinstance(b, Mapping))
+        return str(inner or "")
+    if kind == "tool_use":
+        return json.dumps(block.get("input", {}), ensure_ascii=False)
+    return ""
+
+
+@dataclass
+class _Thread:
+    steps: list[Step]
+    used: int = 0
+
+
+@dataclass
+class _State:
+    main: list[Step] = field(default_factory=list)
+    subagents: dict[str, list[Step]] | list[list[Step]] = field(default_factory=dict)
+    threads: dict[str, _Thread] = field(default_factory=dict)
+    claimed: set[str | int] = field(default_factory=set)
+    requests: list[Request] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+class ScriptedAPI:
+    """A scripted fake Messages API. Use as a context manager, or call `start()` / `stop()`."""
+
+    def __init__(
+        self,
+        main: Iterable[Step] = (),
+        subagents: Mapping[str, Iterable[Step]] | Sequence[Iterable[Step]] | None = None,
+        *,
+        handler: Handler | None = None,
+        model: str = DEFAULT_MODEL,
+        port: int = 0,
+    ) -> None:
+        self.model = model
+        self.handler = handler
+        self._lock = threading.RLock()
+        self._state = _State()
+        self.script(main, subagents)
+        self._port = port
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- scripting ----------------------------------------------------------------------------
+
+    def script(
+        self,
+        main: Iterable[Step] = (),
+        subagents: Mapping[str, Iterable[Step]] | Sequence[Iterable[Step]] | None = None,
+    ) -> ScriptedAPI:
+        """Append steps to the main script and add subagent scripts (keyed by a marker, or in order)."""
+        with self._lock:
+            self._state.main.extend(main)
+            if isinstance(subagents, Mapping):
+                if not isinstance(self._state.subagents, dict):
+                    raise ScriptError("subagent scripts were given as a list before; keep one form")
+                for key, steps in subagents.items():
+                    self._state.subagents.setdefault(key, []).extend(steps)
+            elif subagents is not None:
+                if isinstance(self._state.subagents, dict) and self._state.subagents:
+                    raise ScriptError("subagent scripts were given by marker before; keep one form")
+                if isinstance(self._state.subagents, dict):
+                    self._state.subagents = []
+                self._state.subagents.extend(list(s) for s in subagents)
+        return self
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    def start(self) -> ScriptedAPI:
+        if self._server is not None:
+            return self
+        server = _Server(("127.0.0.1", self._port), _make_handler(self))
+        self._port = server.server_address[1]
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="flower-scripted-api", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening (clients get connection refused); `start()` again reuses the port."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedAPI:
+        return self.start()
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.stop()
+        if exc_type is None:
+            self.assert_done()
+
+    def cli_env(self, home: str | Path, **extra: str) -> dict[str, str]:
+        """The CLI environment for this server: see `flower.testing.cli_env`."""
+        return cli_env(self.base_url, home, **extra)
+
+    # --- records ------------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[Request]:
+        with self._lock:
+            return list(self._state.requests)
+
+    @property
+    def main_requests(self) -> list[Request]:
+        return [r for r in self.requests if not r.is_subagent]
+
+    def subagent_requests(self, agent_id: str | None = None) -> list[Request]:
+        return [r for r in self.requests if r.is_subagent and (agent_id is None or r.thread == agent_id)]
+
+    @property
+    def subagent_ids(self) -> list[str]:
+        return list(dict.fromkeys(r.thread for r in self.requests if r.is_subagent))
+
+    @property
+    def failures(self) -> list[str]:
+        """Violations and script exhaustions recorded so far."""
+        with self._lock:
+            return list(self._state.failures)
+
+    def remaining(self) -> dict[str, int]:
+        """Unused steps per thread (subagent scripts not yet claimed count under their key)."""
+        with self._lock:
+            left = {name: len(t.steps) - t.used for name, t in self._state.threads.items()}
+            left[MAIN] = len(self._state.main) - self._state.threads.get(MAIN, _Thread([])).used
+            subs = self._state.subagents
+            keys: Iterable[str | int] = subs.keys() if isinstance(subs, dict) else range(len(subs))
+            for key in keys:
+                if key not in self._state.claimed:
+                    steps = subs[key] if isinstance(subs, dict) else subs[int(key)]  # type: ignore[index]
+                    left[f"unclaimed subagent script {key!r}"] = len(steps)
+            return {k: v for k, v in left.items() if v}
+
+    def assert_done(self) -> None:
+        """Raise `ScriptError` on any violation, exhaustion, or unused step."""
+        problems = self.failures
+        problems += [f"{n} step(s) never used in thread {t}" for t, n in self.remaining().items()]
+        if problems:
+            raise ScriptError("scripted API: " + "; ".join(problems))
+
+    # --- answering ----------------------------------------------------------------------------
+
+    def _record(self, headers: Mapping[str, str], body: Mapping[str, Any], size: int) -> Request:
+        with self._lock:
+            thread = headers.get(AGENT_HEADER) or MAIN
+            request = Request(len(self._state.requests), thread, dict(headers), body, size)
+            self._state.requests.append(request)
+            return request
+
+    def _next_step(self, request: Request) -> Step:
+        problems = request_problems(request.messages)
+        if problems:
+            with self._lock:
+                self._state.failures.append(f"request {request.index} ({request.thread}): " + " | ".join(problems))
+            return Error(400, problems[0])
+        if self.handler is not None:
+            answer = self.handler(request)
+            if answer is not None:
+                return answer
+        with self._lock:
+            thread = self._thread_for(request)
+            if thread is None or thread.used >= len(thread.steps):
+                message = f"script exhausted for thread {request.thread} at request {request.index}"
+                self._state.failures.append(message)
+                return Error(400, f"flower.testing: {message}")
+            step = thread.steps[thread.used]
+            thread.used += 1
+            return step
+
+    def _thread_for(self, request: Request) -> _Thread | None:
+        state = self._state
+        if request.thread in state.threads:
+            return state.threads[request.thread]
+        if request.thread == MAIN:
+            state.threads[MAIN] = _Thread(state.main)
+            return state.threads[MAIN]
+        subs = state.subagents
+        if isinstance(subs, dict):
+            haystack = request.text
+            key: str | int | None = next((k for k in subs if k not in state.claimed and k in haystack), None)
+        else:
+            key = next((i for i in range(len(subs)) if i not in state.claimed), None)
+        if key is None:
+            return None
+        state.claimed.add(key)
+        steps = subs[key] if isinstance(subs, dict) else subs[int(key)]  # type: ignore[index]
+        state.threads[request.thread] = _Thread(steps)
+        return state.threads[request.thread]
+
+
+def cli_env(base_url: str, home: str | Path, **extra: str) -> dict[str, str]:
+    """Environment for a CLI that must talk only to `base_url`.
+
+    A throwaway HOME and `CLAUDE_CONFIG_DIR=<home>/.claude` (without the latter the SDK drops every
+    session-store mirror frame, SDK-FACTS §4); non-essential traffic, telemetry and the auto-updater off; and
+    a dead proxy for everything but 127.0.0.1, so any attempt to reach another address fails on the spot.
+    """
+    home = Path(home)
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    env = {
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-fake-flower-testing",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+    env.update(extra)
+    return env
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def _make_handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
+    class _Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet server
+            return
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not found"}})
+
+        do_HEAD = do_GET  # noqa: N815
+        do_PUT = do_GET  # noqa: N815
+        do_DELETE = do_GET  # noqa: N815
+
+        def do_POST(self) -> None:  # noqa: N802
+            path = self.path.split("?", 1)[0]
+            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            if path == "/v1/messages/count_tokens":
+                self._count_tokens(raw)
+            elif path == "/v1/messages":
+                self._messages(raw)
+            else:
+                self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not found"}})
+
+        def _count_tokens(self, raw: bytes) -> None:
+            self._json(200, {"input_tokens": max(1, len(raw) // 4)})
+
+        def _messages(self, raw: bytes) -> None:
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                self._json(400, error_body(Error(400, "request body is not valid JSON")))
+                return
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            request = api._record(headers, body, len(raw))
+            step = api._next_step(request)
+            if step.delay:
+                time.sleep(step.delay)
+            if isinstance(step, Error):
+                self._json(step.status, error_body(step), request_id=f"req_fake_{request.index}")
+            elif isinstance(step, Drop):
+                self._drop(step, request)
+            else:
+                self._reply(step, request)
+
+        def _reply(self, step: Reply, request: Request) -> None:
+            usage = step.usage.resolve(request.size)
+            message = materialize(step, str(request.body.get("model") or api.model), usage)
+            if not request.stream:
+                self._json(200, message, request_id=f"req_fake_{request.index}")
+                return
+            payload = b"".join(sse_events(message, step.chunk))
+            self._sse_head(len(payload), request)
+            self.wfile.write(payload)
+            self.wfile.flush()
+
+        def _drop(self, step: Drop, request: Request) -> None:
+            usage = Reply(()).usage.resolve(request.size)
+            message = materialize(Reply((), stop_reason="end_turn"), api.model, usage)
+            events = list(sse_events(message, 40))[: step.after_events]
+            self._sse_head(100_000, request)
+            for event in events:
+                self.wfile.write(event)
+            self.wfile.flush()
+            # RST instead of FIN: the client sees ECONNRESET, as on a real network drop.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+
+        def _sse_head(self, length: int, request: Request) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream; charset=utf-8")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("request-id", f"req_fake_{request.index}")
+            self.send_header("content-length", str(length))
+            self.end_headers()
+
+        def _json(self, status: int, payload: Mapping[str, Any], request_id: str | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            if request_id:
+                self.send_header("request-id", request_id)
+            if status in (429, 529):
+                self.send_header("retry-after", "0")
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+
+    return _Handler
