@@ -1,0 +1,182 @@
+"""What every flower session store shares: key normalisation, entry encoding, dedup, summary folding, context.
+
+A store persists SDK transcript entries verbatim and returns them deep-equal, in append order. These helpers
+hold the rules that must not drift between the SQLite and the PostgreSQL backends:
+
+* A key is `(project_key, session_id, subpath)`; the main transcript has subpath `""` (the SDK calls an empty
+  subpath invalid and omits the field, so both spellings mean "main").
+* An entry's idempotency key is its `uuid` (a non-empty string), scoped to one transcript: a fork copies
+  history into another key with the same uuids, and both copies must be kept. Entries without a uuid are
+  always appended.
+* Summaries are folded by the SDK's own `fold_session_summary`, for main transcripts only, over the entries
+  that were actually stored (a replayed batch must not re-fold older values over newer ones), and stamped with
+  the same storage clock as the session's mtime.
+* Main-thread context = input + cache-read + cache-creation tokens of the newest real assistant API message.
+  One API reply is written as several entries repeating the same usage, so usage is taken per message, never
+  summed per entry.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from typing import Any, NamedTuple, cast
+
+from claude_agent_sdk import fold_session_summary
+from claude_agent_sdk.types import SessionKey, SessionListSubkeysKey, SessionStoreEntry, SessionSummaryEntry
+
+__all__ = [
+    "TranscriptKey",
+    "api_usages",
+    "context_tokens",
+    "dump_entry",
+    "entry_type",
+    "entry_uuid",
+    "fold_summary",
+    "fresh_entries",
+    "last_context",
+    "next_mtime",
+    "now_ms",
+]
+
+
+class TranscriptKey(NamedTuple):
+    """A normalised store key; `subpath == ""` is the main transcript."""
+
+    project_key: str
+    session_id: str
+    subpath: str
+
+    @classmethod
+    def of(cls, key: SessionKey | SessionListSubkeysKey) -> TranscriptKey:
+        subpath = cast("dict[str, Any]", key).get("subpath") or ""
+        return cls(key["project_key"], key["session_id"], subpath)
+
+    @property
+    def is_main(self) -> bool:
+        return self.subpath == ""
+
+    def session_key(self) -> SessionKey:
+        key: SessionKey = {"project_key": self.project_key, "session_id": self.session_id}
+        if self.subpath:
+            key["subpath"] = self.subpath
+        return key
+
+    def __str__(self) -> str:
+        return "/".join(part for part in self if part)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def next_mtime(last: int) -> int:
+    """A millisecond wall clock that never repeats or goes back relative to `last`."""
+    return max(now_ms(), last + 1)
+
+
+def entry_uuid(entry: SessionStoreEntry | dict[str, Any]) -> str | None:
+    uuid = cast("dict[str, Any]", entry).get("uuid")
+    return uuid if isinstance(uuid, str) and uuid else None
+
+
+def entry_type(entry: SessionStoreEntry | dict[str, Any]) -> str | None:
+    kind = cast("dict[str, Any]", entry).get("type")
+    return kind if isinstance(kind, str) else None
+
+
+def dump_entry(entry: SessionStoreEntry | dict[str, Any]) -> str:
+    """Compact JSON text of one entry, always encodable as UTF-8.
+
+    Non-ASCII text is kept literal (CJK would triple in size as `\\uXXXX`), except when the entry holds a lone
+    surrogate (a JavaScript string can): that cannot be encoded as UTF-8, so the entry falls back to ASCII
+    escapes, which `json.loads` turns back into the same string.
+    """
+    text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(entry, separators=(",", ":"))
+    return text
+
+
+def fresh_entries(
+    entries: Iterable[SessionStoreEntry], stored: set[str] | frozenset[str] = frozenset()
+) -> list[SessionStoreEntry]:
+    """The entries to store: drop those whose uuid is already stored or came earlier in the same batch."""
+    seen = set(stored)
+    fresh: list[SessionStoreEntry] = []
+    for entry in entries:
+        uuid = entry_uuid(entry)
+        if uuid is not None:
+            if uuid in seen:
+                continue
+            seen.add(uuid)
+        fresh.append(entry)
+    return fresh
+
+
+def fold_summary(
+    prev: SessionSummaryEntry | None, key: TranscriptKey, fresh: list[SessionStoreEntry], mtime: int
+) -> SessionSummaryEntry:
+    """The SDK fold over the newly stored entries, stamped with the storage write time."""
+    folded = fold_session_summary(prev, key.session_key(), fresh)
+    folded["mtime"] = mtime
+    return folded
+
+
+def _real_main_assistant(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The API message of an assistant entry that counts for main-thread context, else None."""
+    if entry.get("type") != "assistant" or entry.get("isSidechain") is True:
+        return None
+    if entry.get("isApiErrorMessage") is True:
+        return None
+    message = entry.get("message")
+    if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+        return None
+    return message if isinstance(message.get("usage"), dict) else None
+
+
+def context_tokens(usage: dict[str, Any]) -> int:
+    """Tokens the request carried: fresh input plus cache reads plus cache writes."""
+    total = 0
+    for field in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        value = usage.get(field)
+        if isinstance(value, int):
+            total += value
+    return total
+
+
+def api_usages(entries: Iterable[SessionStoreEntry | dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """`(message id, usage)` once per real main-thread API message, in order of first appearance.
+
+    One reply is written as several entries (thinking, text, each tool_use; parallel tool results may sit in
+    between) that repeat its id; the last entry's usage is the complete one (streamed output tokens grow).
+    Entries without a message id each count as their own message.
+    """
+    by_id: dict[str, dict[str, Any]] = {}
+    for index, raw in enumerate(entries):
+        message = _real_main_assistant(cast("dict[str, Any]", raw))
+        if message is None:
+            continue
+        msg_id = message.get("id")
+        by_id[msg_id if isinstance(msg_id, str) and msg_id else f"#entry-{index}"] = message["usage"]
+    return list(by_id.items())
+
+
+def last_context(newest_first: Iterable[SessionStoreEntry | dict[str, Any]]) -> int | None:
+    """Main-thread context of the last turn, from entries given newest first (so a store can stop early).
+
+    Only the newest real API message matters, and its entries all carry the same request usage, so this is
+    one message's count, never a sum over its entries. Messages reporting no tokens at all are skipped.
+    """
+    for raw in newest_first:
+        message = _real_main_assistant(cast("dict[str, Any]", raw))
+        if message is None:
+            continue
+        tokens = context_tokens(message["usage"])
+        if tokens > 0:
+            return tokens
+    return None
