@@ -1,0 +1,119 @@
+"""The walls: PreToolUse hooks that keep hands-on work off the coordinator's main thread (S-3, S-5, S-7, B-1).
+
+Enforcement is by mechanism, never by prompt (P-2). The main thread is told apart from subagents by the
+hook input: subagent calls carry `agent_id`, main-thread calls never do (SDK-FACTS §1). Walls are hooks,
+never `disallowed_tools` or `tools=`: both are session-wide and strip the tool from subagents too (S-5).
+
+Invariants:
+- `spec_guards(spec)` derives the walls from the spec alone (B-1): a `delegate_only` spec always gets
+  `delegate_guard`, whether or not a workbench exists; a non-delegating spec gets `whitelist_guard` for
+  the hands-on tools its `allowed_tools` do not grant. One wall per spec, one wording.
+- The coordinator's glance Bash is judged by `flower.core.glance.is_ephemeral`, the same predicate that
+  expires its results on resume (S-8).
+- Nested delegation (L-1): agent types listed in `leads` are walled like the main thread, so a sub-lead
+  that dispatches further subagents stays hands-off too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from claude_agent_sdk import HookMatcher
+
+from flower.core import texts
+
+if TYPE_CHECKING:
+    from flower.core.agent import AgentSpec
+
+__all__ = [
+    "HANDS_ON",
+    "Hooks",
+    "delegate_guard",
+    "merge_hooks",
+    "spec_guards",
+    "whitelist_guard",
+]
+
+HANDS_ON = ("Bash", "Write", "Edit", "NotebookEdit")
+Hooks = dict[str, list[HookMatcher]]
+
+
+def _deny(reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def _on_main(input_data: Mapping[str, Any], leads: Collection[str]) -> bool:
+    if not input_data.get("agent_id"):
+        return True
+    return input_data.get("agent_type") in leads
+
+
+def delegate_guard(
+    *,
+    allow_glance: bool = True,
+    artifacts: str | Path | None = None,
+    leads: Collection[str] = (),
+) -> HookMatcher:
+    """Deny Bash/Write/Edit/NotebookEdit on the main thread (and in `leads`), pointing to a subagent.
+
+    With `allow_glance`, a Bash command that `is_ephemeral` passes runs. `artifacts` names the real
+    artifacts folder in the denial reason when a workbench is known.
+    """
+    from flower.core.glance import describe_refusal, is_ephemeral
+
+    where = str(artifacts) if artifacts is not None else texts.DELEGATE_DENIAL_WHERE
+    reason = texts.DELEGATE_DENIAL.format(where=where)
+    lead_types = frozenset(leads)
+
+    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        if not _on_main(input_data, lead_types):
+            return {}
+        if input_data.get("tool_name") == "Bash" and allow_glance:
+            command = str((input_data.get("tool_input") or {}).get("command", ""))
+            if is_ephemeral(command):
+                return {}
+            why = describe_refusal(command) or "not a read-only query"
+            return _deny(reason + texts.GLANCE_REFUSAL.format(why=why))
+        return _deny(reason)
+
+    return HookMatcher(matcher="|".join(HANDS_ON), hooks=[guard])
+
+
+def whitelist_guard(allowed: Iterable[str], *, name: str = "this agent") -> HookMatcher | None:
+    """Make `allowed` exclusive for the hands-on tools on the main thread; None when it grants them all."""
+    granted = set(allowed)
+    banned = [tool for tool in HANDS_ON if tool not in granted]
+    if not banned:
+        return None
+
+    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        if input_data.get("agent_id"):
+            return {}
+        return _deny(texts.WHITELIST_DENIAL.format(tool=input_data.get("tool_name"), name=name))
+
+    return HookMatcher(matcher="|".join(banned), hooks=[guard])
+
+
+def merge_hooks(*groups: Mapping[str, Iterable[HookMatcher]] | None) -> Hooks:
+    """Concatenate hook groups per event, in order; None groups are skipped, empty events dropped."""
+    merged: Hooks = {}
+    for group in groups:
+        for event, matchers in (group or {}).items():
+            merged.setdefault(event, []).extend(matchers)
+    return {event: matchers for event, matchers in merged.items() if matchers}
+
+
+def spec_guards(spec: AgentSpec, *, artifacts: str | Path | None = None) -> Hooks:
+    """The walls a spec calls for, derived from the spec alone (B-1)."""
+    if spec.delegate_only:
+        return {"PreToolUse": [delegate_guard(allow_glance=spec.glance, artifacts=artifacts, leads=spec.leads)]}
+    matcher = whitelist_guard(spec.allowed_tools, name=spec.name)
+    return {"PreToolUse": [matcher]} if matcher else {}

@@ -1,0 +1,104 @@
+"""Roles: `worker()` defines a subagent, `coordinator()` a main thread that only plans and dispatches (S-1, S-2, S-6).
+
+Roles attach no hooks themselves: the walls follow from the spec (`delegate_only`, `glance`) when it is
+compiled (`flower.core.guard.spec_guards`).
+
+Invariants:
+- Workers are never downgraded: `model="inherit"` unless asked otherwise (S-1).
+- The coordinator's approved tools are exactly Agent, TodoWrite, Read, plus Bash when `glance` (gated by
+  the glance predicate), plus its workers' read-only web tools (S-6) — never Write or Edit.
+- The coordinator runs in `acceptEdits` mode by default: its own edits are walled by the hook, and its
+  workers' file edits inside the workspace need no human to approve them in an unattended run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from claude_agent_sdk import AgentDefinition, HookMatcher
+
+from flower.core import texts
+from flower.core.agent import AgentSpec, Effort, PermissionMode
+from flower.core.compact import CompactPolicy
+from flower.errors import ConfigError
+
+__all__ = ["COORDINATOR_TOOLS", "WEB_TOOLS", "WORKER_TOOLS", "coordinator", "worker"]
+
+COORDINATOR_TOOLS = ("Agent", "TodoWrite", "Read")
+WEB_TOOLS = ("WebFetch", "WebSearch")
+WORKER_TOOLS = ("Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "WebSearch")
+
+
+def worker(
+    description: str,
+    prompt: str,
+    *,
+    tools: Sequence[str] | None = None,
+    model: str = "inherit",
+    effort: Effort | None = None,
+    max_turns: int | None = None,
+    permission_mode: PermissionMode | None = None,
+    skills: Sequence[str] | None = None,
+    discipline: bool = True,
+) -> AgentDefinition:
+    """A subagent: `description` is what the coordinator chooses by; the worker rules are appended to `prompt`."""
+    if not description.strip() or not prompt.strip():
+        raise ConfigError("worker() needs a non-empty description and prompt")
+    body = prompt.strip() + ("\n\n" + texts.WORKER_RULES if discipline else "")
+    return AgentDefinition(
+        description=description.strip(),
+        prompt=body,
+        tools=list(tools) if tools is not None else list(WORKER_TOOLS),
+        model=model,
+        effort=effort,
+        maxTurns=max_turns,
+        permissionMode=permission_mode,
+        skills=list(skills) if skills is not None else None,
+    )
+
+
+def _merged_web_tools(workers: Mapping[str, AgentDefinition]) -> list[str]:
+    return [tool for tool in WEB_TOOLS if any(tool in (w.tools or ()) for w in workers.values())]
+
+
+def coordinator(
+    name: str,
+    instructions: str,
+    workers: Mapping[str, AgentDefinition],
+    *,
+    glance: bool = True,
+    model: str | None = None,
+    effort: Effort | None = None,
+    max_turns: int | None = None,
+    max_budget_usd: float | None = None,
+    permission_mode: PermissionMode = "acceptEdits",
+    compact: CompactPolicy | None = None,
+    hooks: dict[str, list[HookMatcher]] | None = None,
+    env: Mapping[str, str] | None = None,
+    leads: Sequence[str] = (),
+    mcp_servers: Mapping[str, Any] | None = None,
+) -> AgentSpec:
+    """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`."""
+    if not workers:
+        raise ConfigError(f"coordinator {name!r} needs at least one worker to dispatch to")
+    allowed = list(COORDINATOR_TOOLS) + (["Bash"] if glance else []) + _merged_web_tools(workers)
+    return AgentSpec(
+        name=name,
+        instructions=texts.COORDINATOR_RULES + "\n\n" + instructions.strip(),
+        allowed_tools=allowed,
+        model=model,
+        effort=effort,
+        max_turns=max_turns,
+        max_budget_usd=max_budget_usd,
+        permission_mode=permission_mode,
+        agents=dict(workers),
+        mcp_servers=dict(mcp_servers or {}),
+        hooks=hooks,
+        compact=compact,
+        env=dict(env or {}),
+        glance=glance,
+        delegate_only=True,
+        workbench=True,
+        leads=tuple(leads),
+    )

@@ -1,0 +1,73 @@
+"""The walls through the real CLI (issue #3, S-3, S-7, B-1, SDK-FACTS §2).
+
+The coordinator is compiled with `build_options` alone: no Runtime, no workbench (B-1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_agent_sdk import InMemorySessionStore
+
+from flower.core.agent import AgentSpec, build_options
+from flower.core.roles import coordinator, worker
+from flower.testing import ScriptedAPI, collect, text, tool_use
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+def _denial_entries(store: InMemorySessionStore) -> list[dict[str, Any]]:
+    entries = [e for key, rows in store._store.items() for e in rows]  # noqa: SLF001 - reading a test double
+    return [e for e in entries if e.get("toolDenialKind")]
+
+
+async def test_coordinator_main_thread_is_walled_and_glance_runs(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    target = workspace / "made-by-main.txt"
+    forbidden = f"echo hands-on > {target}"
+    scripted_api.script(
+        [
+            tool_use("Write", {"file_path": str(target), "content": "x"}),
+            tool_use("Edit", {"file_path": str(workspace / "seed.txt"), "old_string": "a", "new_string": "b"}),
+            tool_use("Bash", {"command": forbidden}),
+            tool_use("Bash", {"command": "ls && git status 2>&1 | head -3"}),
+            tool_use("Agent", {"description": "do it", "prompt": "HANDS-TASK: write the file",
+                               "subagent_type": "hands", "run_in_background": False}),
+            text("coordinated"),
+        ],
+        subagents={"HANDS-TASK": [tool_use("Bash", {"command": forbidden}), text("wrote it")]},
+    )
+    (workspace / "seed.txt").write_text("a\n")
+    lead = coordinator("lead", "Goal: get the file written.", {"hands": worker("does the work", "You work.")})
+    store = InMemorySessionStore()
+    options = build_options(lead, cwd=workspace, session_store=store)
+    options.env = scripted_api.cli_env(tmp_path / "home")
+    run = await collect("start", options)
+
+    assert run.result.result == "coordinated"
+    main = scripted_api.main_requests
+    for request in main[1:4]:
+        assert "Dispatch a subagent with the Agent tool" in request.result_text()
+    assert "glance" in main[3].result_text()
+    assert "seed.txt" in main[4].result_text()  # the glance ran: ls listed the workspace
+    assert target.read_text() == "hands-on\n"  # written by the worker, not by the main thread
+    assert (workspace / "seed.txt").read_text() == "a\n"
+    kinds = [e["toolDenialKind"] for e in _denial_entries(store)]
+    assert kinds == ["permission-rule"] * 3
+
+
+async def test_non_delegating_spec_gets_write_denied_by_the_whitelist(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    target = workspace / "nope.txt"
+    scripted_api.script([tool_use("Write", {"file_path": str(target), "content": "x"}), text("gave up")])
+    spec = AgentSpec(name="reader", instructions="Only read.", allowed_tools=["Read"], permission_mode="acceptEdits")
+    options = build_options(spec, cwd=workspace)
+    options.env = scripted_api.cli_env(tmp_path / "home")
+    run = await collect("write something", options)
+    assert run.result.result == "gave up"
+    assert not target.exists()
+    assert "not among the tools this agent (reader) may use" in scripted_api.requests[1].result_text()

@@ -1,0 +1,159 @@
+"""The walls, called with hook-input dicts shaped as in SDK-FACTS §1 (issue #3, S-3, S-5, S-7, B-1, L-1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flower.core import texts
+from flower.core.agent import AgentSpec, build_options
+from flower.core.guard import delegate_guard, merge_hooks, spec_guards, whitelist_guard
+from flower.core.roles import coordinator, worker
+from flower.errors import ConfigError
+
+pytestmark = pytest.mark.anyio
+
+BASE = {
+    "session_id": "4995d940-f176-4116-b10a-cab50d5a9d18",
+    "transcript_path": "/run/home/.claude/projects/-run-cwd/4995d940.jsonl",
+    "cwd": "/run/cwd",
+    "prompt_id": "379d5dd8-a717-432b-97d8-c848bc258606",
+    "permission_mode": "default",
+    "effort": {"level": "medium"},
+    "hook_event_name": "PreToolUse",
+}
+
+
+def main_call(tool: str, **tool_input: Any) -> dict[str, Any]:
+    return {**BASE, "tool_name": tool, "tool_input": tool_input, "tool_use_id": "toolu_fake001_80c3fb80"}
+
+
+def sub_call(tool: str, agent_type: str = "worker", **tool_input: Any) -> dict[str, Any]:
+    return {**main_call(tool, **tool_input), "agent_id": "a19c5ae96aadff623", "agent_type": agent_type}
+
+
+async def decide(matcher: Any, data: dict[str, Any]) -> dict[str, Any]:
+    (hook,) = matcher.hooks
+    result: dict[str, Any] = await hook(data, data.get("tool_use_id"), {"signal": None})
+    return result
+
+
+def denial(result: dict[str, Any]) -> str | None:
+    out = result.get("hookSpecificOutput") or {}
+    return out.get("permissionDecisionReason") if out.get("permissionDecision") == "deny" else None
+
+
+async def test_delegate_guard_denies_hands_on_tools_on_main_and_names_artifacts() -> None:
+    guard = delegate_guard(allow_glance=True, artifacts="/ws/.flower/artifacts")
+    assert guard.matcher == "Bash|Write|Edit|NotebookEdit"
+    for data in (main_call("Write", file_path="/ws/a.py", content="x"),
+                 main_call("Edit", file_path="/ws/a.py", old_string="a", new_string="b"),
+                 main_call("NotebookEdit", notebook_path="/ws/n.ipynb", new_source="x")):
+        reason = denial(await decide(guard, data))
+        assert reason and "Agent tool" in reason and "/ws/.flower/artifacts" in reason
+
+
+async def test_delegate_guard_lets_every_subagent_through() -> None:
+    guard = delegate_guard(allow_glance=False)
+    assert await decide(guard, sub_call("Bash", command="rm -rf build")) == {}
+    assert await decide(guard, sub_call("Write", file_path="/ws/a", content="x")) == {}
+
+
+async def test_glance_bash_runs_on_main_and_a_mutating_one_is_denied_with_why() -> None:
+    guard = delegate_guard(allow_glance=True)
+    assert await decide(guard, main_call("Bash", command="git status && ls -la")) == {}
+    reason = denial(await decide(guard, main_call("Bash", command="pytest -q")))
+    assert reason and reason.startswith(texts.DELEGATE_DENIAL.format(where=texts.DELEGATE_DENIAL_WHERE))
+    assert "glance" in reason
+
+
+async def test_without_glance_even_a_read_only_bash_is_denied_on_main() -> None:
+    guard = delegate_guard(allow_glance=False)
+    assert denial(await decide(guard, main_call("Bash", command="ls")))
+
+
+async def test_leads_are_walled_like_the_main_thread() -> None:
+    """L-1: a sub-lead that dispatches further subagents stays hands-off; its hands are not."""
+    guard = delegate_guard(allow_glance=True, leads=["sublead"])
+    assert denial(await decide(guard, sub_call("Write", agent_type="sublead", file_path="/a", content="")))
+    assert await decide(guard, sub_call("Write", agent_type="hands", file_path="/a", content="")) == {}
+
+
+async def test_whitelist_guard_makes_allowed_tools_exclusive_on_main_only() -> None:
+    guard = whitelist_guard(["Read", "Bash"], name="judge")
+    assert guard is not None and guard.matcher == "Write|Edit|NotebookEdit"
+    reason = denial(await decide(guard, main_call("Write", file_path="/a", content="")))
+    assert reason and "judge" in reason and "Write" in reason
+    assert await decide(guard, sub_call("Write", file_path="/a", content="")) == {}
+    assert whitelist_guard(["Bash", "Write", "Edit", "NotebookEdit"]) is None
+
+
+def test_spec_guards_follow_the_spec_not_the_workbench() -> None:
+    """B-1: a delegate-only spec is walled whatever the runtime's workbench setting."""
+    lead = coordinator("lead", "goal", {"w": worker("does work", "work")})
+    (matcher,) = spec_guards(lead)["PreToolUse"]
+    assert matcher.matcher == "Bash|Write|Edit|NotebookEdit"
+    plain = AgentSpec(name="reader", instructions="read", allowed_tools=["Read"])
+    (matcher,) = spec_guards(plain)["PreToolUse"]
+    assert matcher.matcher == "Bash|Write|Edit|NotebookEdit"
+    hands = AgentSpec(name="hands", instructions="x", allowed_tools=["Bash", "Write", "Edit", "NotebookEdit"])
+    assert spec_guards(hands) == {}
+
+
+def test_merge_hooks_concatenates_in_order_and_drops_empties() -> None:
+    a, b, c = whitelist_guard(["Read"]), whitelist_guard(["Bash"]), delegate_guard()
+    merged = merge_hooks({"PreToolUse": [a]}, None, {"PreToolUse": [b], "PostToolUse": []}, {"PreToolUse": [c]})
+    assert merged == {"PreToolUse": [a, b, c]}
+
+
+def test_coordinator_tools_and_web_merge() -> None:
+    """S-2, S-6: Agent/TodoWrite/Read (+Bash for glance) and the workers' web tools, never Write/Edit."""
+    web = worker("researches", "research", tools=["Read", "WebFetch", "Write", "Bash"])
+    lead = coordinator("lead", "goal", {"web": web})
+    assert lead.allowed_tools == ["Agent", "TodoWrite", "Read", "Bash", "WebFetch"]
+    assert lead.delegate_only and lead.glance and lead.agents == {"web": web}
+    no_glance = coordinator("lead", "goal", {"web": web}, glance=False)
+    assert "Bash" not in no_glance.allowed_tools
+
+
+def test_worker_inherits_the_model_and_gets_the_rules() -> None:
+    definition = worker("does work", "You do work.")
+    assert definition.model == "inherit"
+    assert definition.prompt.startswith("You do work.") and definition.prompt.endswith(texts.WORKER_RULES)
+    assert worker("d", "p", discipline=False).prompt == "p"
+
+
+def test_build_options_appends_to_the_preset_and_is_portable() -> None:
+    lead = coordinator("lead", "Goal: ship it.", {"w": worker("does work", "work")})
+    options = build_options(lead, cwd="/ws", prelude="PRELUDE-TEXT")
+    assert options.system_prompt["type"] == "preset" and options.system_prompt["preset"] == "claude_code"
+    assert options.system_prompt["append"].startswith(texts.COORDINATOR_RULES)
+    assert options.system_prompt["append"].endswith("Goal: ship it.\n\nPRELUDE-TEXT")
+    assert options.setting_sources == [] and options.tools is None and options.disallowed_tools == []
+    assert options.hooks and options.hooks["PreToolUse"][0].matcher == "Bash|Write|Edit|NotebookEdit"
+
+
+def test_build_options_refuses_fork_or_resume_at_without_resume() -> None:
+    spec = AgentSpec(name="a", instructions="x")
+    with pytest.raises(ConfigError, match="need resume"):
+        build_options(spec, fork=True)
+    with pytest.raises(ConfigError, match="need resume"):
+        build_options(spec, resume_at="uuid")
+    options = build_options(spec, resume="sid", fork=True, resume_at="u1")
+    assert (options.resume, options.fork_session, options.resume_session_at) == ("sid", True, "u1")
+
+
+def test_delegating_spec_may_not_set_session_wide_tools() -> None:
+    with pytest.raises(ConfigError, match="session-wide"):
+        AgentSpec(name="a", instructions="x", delegate_only=True, tools=["Read"])
+
+
+def test_rule_lengths_are_permanent_context_cost() -> None:
+    """S-4: printed so the cost is visible; bounded so it cannot silently grow."""
+    sizes = {"COORDINATOR_RULES": len(texts.COORDINATOR_RULES), "WORKER_RULES": len(texts.WORKER_RULES),
+             "DELEGATE_DENIAL": len(texts.DELEGATE_DENIAL)}
+    print("rule lengths (chars):", sizes)
+    assert sizes["COORDINATOR_RULES"] < 1500 and sizes["WORKER_RULES"] < 700
+    rules = texts.COORDINATOR_RULES
+    assert "specific to this task" in rules and "Do not restate" in rules and "artifacts" in rules
