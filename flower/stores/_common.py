@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from collections.abc import Iterable
 from typing import Any, NamedTuple, cast
 
@@ -27,6 +28,7 @@ from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.types import SessionKey, SessionListSubkeysKey, SessionStoreEntry, SessionSummaryEntry
 
 __all__ = [
+    "Migration",
     "TranscriptKey",
     "api_usages",
     "context_tokens",
@@ -39,6 +41,17 @@ __all__ = [
     "next_mtime",
     "now_ms",
 ]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step of a store's schema; a store records each applied version in its version table."""
+
+    version: int
+    """Schema version this step produces; versions are 1, 2, 3… in list order."""
+    name: str
+    statements: tuple[str, ...]
+    """Run one by one inside the migrating transaction (`{schema}` is the PostgreSQL schema name)."""
 
 
 class TranscriptKey(NamedTuple):

@@ -27,7 +27,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -45,9 +44,9 @@ from claude_agent_sdk.types import (
 
 from flower.errors import StoreError
 from flower.stores import _common
-from flower.stores._common import TranscriptKey
+from flower.stores._common import Migration, TranscriptKey
 
-__all__ = ["MIGRATIONS", "SqliteSessionStore"]
+__all__ = ["MIGRATIONS", "Migration", "SqliteSessionStore"]
 
 T = TypeVar("T")
 
@@ -55,15 +54,6 @@ BUSY_TIMEOUT_S = 30.0
 """How long one statement waits for another process's write lock (SQLite's busy handler)."""
 LOCK_RETRIES = 8
 """Extra attempts, with jittered backoff, after the busy timeout itself gives up."""
-
-
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    """Schema version this migration produces; versions are 1, 2, 3… in list order."""
-    name: str
-    statements: tuple[str, ...]
-    """Run one by one inside the migrating transaction (never `executescript`, which commits first)."""
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -214,6 +204,10 @@ class SqliteSessionStore(SessionStore):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    async def aclose(self) -> None:
+        """Same as `close()`; lets callers close any flower store with `await store.aclose()`."""
+        self.close()
 
     def __enter__(self) -> SqliteSessionStore:
         return self

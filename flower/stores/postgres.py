@@ -1,0 +1,431 @@
+"""`PostgresSessionStore`: the SDK's `SessionStore` protocol on PostgreSQL, for runs spread over machines (B-9).
+
+Any machine can resume any session: every writer and reader goes through one database. Invariants:
+* Entries are stored verbatim as JSON text (not `jsonb`: that rejects `\\u0000`, which tool output can hold)
+  and returned deep-equal in append order, ordered by a `bigserial`.
+* One append is one transaction: upsert-and-lock the transcript row (which also ticks its mtime), insert the
+  whole batch in ONE statement (`unnest`, `ON CONFLICT DO NOTHING` on `(transcript, uuid)`), fold the summary
+  of the entries that were really inserted. The row lock serialises appends to one transcript, so per-writer
+  order holds, seq order equals commit order, and no fold is lost. A batch that inserts nothing rolls back:
+  no mtime tick, no fold. A committed append is acknowledged only after COMMIT returns.
+* mtime is the server's clock in ms, made strictly increasing per transcript (`GREATEST(now, mtime + 1)`);
+  a main session's summary carries the same value as its `list_sessions` mtime. Server time, not the
+  writers', so machines with skewed clocks agree.
+* The schema is created and migrated from `MIGRATIONS` under `pg_advisory_xact_lock`, so writers starting
+  together migrate once. A schema holding other tables, or a newer flower schema, is refused untouched.
+* Every failure a user can cause (bad DSN, server down, wrong database) is a one-line `StoreError` naming
+  the server, never the password.
+
+The async protocol uses a psycopg `AsyncConnectionPool`, opened lazily on first use (or by `open()`), and
+re-opened if a later event loop uses the store (`asyncio.run` per step). The sync helpers (report, preview,
+runtime checks) and the migration use one plain psycopg connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from types import TracebackType
+from typing import Any
+
+import anyio.to_thread
+import psycopg
+from claude_agent_sdk.types import (
+    SessionKey,
+    SessionListSubkeysKey,
+    SessionStore,
+    SessionStoreEntry,
+    SessionStoreListEntry,
+    SessionSummaryEntry,
+)
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool
+
+from flower.errors import ConfigError, StoreError
+from flower.stores import _common
+from flower.stores._common import Migration, TranscriptKey
+
+__all__ = ["MIGRATIONS", "PostgresSessionStore"]
+
+_NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "initial schema",
+        (
+            """CREATE TABLE {schema}.transcripts (
+                id bigserial PRIMARY KEY,
+                project_key text NOT NULL,
+                session_id text NOT NULL,
+                subpath text NOT NULL DEFAULT '',
+                mtime bigint NOT NULL,
+                UNIQUE (project_key, session_id, subpath))""",
+            "CREATE INDEX transcripts_by_session ON {schema}.transcripts (session_id)",
+            """CREATE TABLE {schema}.entries (
+                seq bigserial PRIMARY KEY,
+                transcript bigint NOT NULL REFERENCES {schema}.transcripts (id) ON DELETE CASCADE,
+                uuid text,
+                type text,
+                payload text NOT NULL)""",
+            "CREATE INDEX entries_by_transcript ON {schema}.entries (transcript, seq)",
+            "CREATE UNIQUE INDEX entries_uuid ON {schema}.entries (transcript, uuid) WHERE uuid IS NOT NULL",
+            """CREATE TABLE {schema}.summaries (
+                project_key text NOT NULL,
+                session_id text NOT NULL,
+                mtime bigint NOT NULL,
+                data text NOT NULL,
+                PRIMARY KEY (project_key, session_id))""",
+        ),
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+_QUERIES = {
+    # Upsert-and-lock: the row lock is what serialises appends to one transcript.
+    "touch": f"""INSERT INTO {{schema}}.transcripts AS t (project_key, session_id, subpath, mtime)
+        VALUES (%s, %s, %s, {_NOW_MS})
+        ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = GREATEST({_NOW_MS}, t.mtime + 1)
+        RETURNING id, mtime""",
+    "insert": """INSERT INTO {schema}.entries (transcript, uuid, type, payload)
+        SELECT %s, b.u, b.t, b.p FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS b (u, t, p, n)
+        ORDER BY b.n
+        ON CONFLICT (transcript, uuid) WHERE uuid IS NOT NULL DO NOTHING
+        RETURNING uuid""",
+    "summary": "SELECT mtime, data FROM {schema}.summaries WHERE project_key = %s AND session_id = %s FOR UPDATE",
+    "put_summary": """INSERT INTO {schema}.summaries (project_key, session_id, mtime, data) VALUES (%s, %s, %s, %s)
+        ON CONFLICT (project_key, session_id) DO UPDATE SET mtime = EXCLUDED.mtime, data = EXCLUDED.data""",
+    "load": """SELECT e.payload FROM {schema}.entries e JOIN {schema}.transcripts t ON t.id = e.transcript
+        WHERE t.project_key = %s AND t.session_id = %s AND t.subpath = %s ORDER BY e.seq""",
+    "sessions": "SELECT session_id, mtime FROM {schema}.transcripts WHERE project_key = %s AND subpath = ''",
+    "summaries": "SELECT session_id, mtime, data FROM {schema}.summaries WHERE project_key = %s",
+    "subkeys": """SELECT subpath FROM {schema}.transcripts
+        WHERE project_key = %s AND session_id = %s AND subpath <> '' ORDER BY id""",
+    "delete_main": "DELETE FROM {schema}.transcripts WHERE project_key = %s AND session_id = %s",
+    "delete_summary": "DELETE FROM {schema}.summaries WHERE project_key = %s AND session_id = %s",
+    "delete_sub": "DELETE FROM {schema}.transcripts WHERE project_key = %s AND session_id = %s AND subpath = %s",
+    "transcript": "SELECT id FROM {schema}.transcripts WHERE project_key = %s AND session_id = %s AND subpath = %s",
+    "find": """SELECT project_key FROM {schema}.transcripts WHERE session_id = %s AND subpath = ''
+        ORDER BY mtime DESC LIMIT 1""",
+    "has": "SELECT 1 FROM {schema}.transcripts WHERE project_key = %s AND session_id = %s AND subpath = ''",
+    "assistants_before": """SELECT seq, payload FROM {schema}.entries
+        WHERE transcript = %s AND type = 'assistant' AND seq < %s ORDER BY seq DESC LIMIT 200""",
+}
+
+
+class PostgresSessionStore(SessionStore):
+    """Session transcripts in a PostgreSQL schema; subagent transcripts live under their `subpath`."""
+
+    def __init__(
+        self, dsn: str, *, schema: str = "flower", max_connections: int = 4, connect_timeout: float = 10.0
+    ) -> None:
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ConfigError(f"PostgreSQL schema name {schema!r} must be lower-case letters, digits and _")
+        try:
+            params = conninfo_to_dict(dsn)
+        except psycopg.Error as exc:
+            raise StoreError(f"invalid PostgreSQL DSN for the session store: {_one_line(exc)}") from None
+        self.dsn = dsn
+        self.schema = schema
+        self.where = f"{_describe(params)} (schema {schema})"
+        self._kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in params:
+            self._kwargs["connect_timeout"] = max(1, round(connect_timeout))
+        self._timeout = connect_timeout
+        self._max_connections = max_connections
+        self._q = {name: sql.SQL(text).format(schema=sql.Identifier(schema)) for name, text in _QUERIES.items()}
+        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
+        self._pool_loop: asyncio.AbstractEventLoop | None = None
+        self._open_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._sync_conn: psycopg.Connection[Any] | None = None
+        self._sync_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"PostgresSessionStore({self.where})"
+
+    # -- SessionStore protocol -------------------------------------------------------------------------
+
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        if not entries:
+            return
+        tkey = TranscriptKey.of(key)
+        batch = _common.fresh_entries(entries)
+        uuids = [_common.entry_uuid(e) for e in batch]
+        columns = (uuids, [_common.entry_type(e) for e in batch], [_common.dump_entry(e) for e in batch])
+        async with self._transaction() as conn:
+            tid, mtime = await _one(await conn.execute(self._q["touch"], tuple(tkey)))
+            inserted = await (await conn.execute(self._q["insert"], (tid, *columns))).fetchall()
+            if not inserted:
+                raise psycopg.Rollback()  # a replayed batch: undo the mtime tick
+            if tkey.is_main:
+                stored = {uuid for (uuid,) in inserted}
+                fresh = [e for e, uuid in zip(batch, uuids) if uuid is None or uuid in stored]
+                await self._fold(conn, tkey, fresh, mtime)
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        async with self._connection() as conn:
+            rows = await (await conn.execute(self._q["load"], tuple(TranscriptKey.of(key)))).fetchall()
+        if not rows:
+            return None  # a transcript row always has entries: no rows means never written
+        if len(rows) < 2000:
+            return [json.loads(payload) for (payload,) in rows]
+        return await anyio.to_thread.run_sync(lambda: [json.loads(payload) for (payload,) in rows])
+
+    async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
+        rows = await self._fetch("sessions", (project_key,))
+        return [{"session_id": sid, "mtime": mtime} for sid, mtime in rows]
+
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        rows = await self._fetch("summaries", (project_key,))
+        return [{"session_id": sid, "mtime": mtime, "data": json.loads(data)} for sid, mtime, data in rows]
+
+    async def delete(self, key: SessionKey) -> None:
+        tkey = TranscriptKey.of(key)
+        async with self._transaction() as conn:
+            if tkey.is_main:  # entries go with their transcripts (ON DELETE CASCADE)
+                await conn.execute(self._q["delete_main"], tkey[:2])
+                await conn.execute(self._q["delete_summary"], tkey[:2])
+            else:
+                await conn.execute(self._q["delete_sub"], tuple(tkey))
+
+    async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
+        rows = await self._fetch("subkeys", (key["project_key"], key["session_id"]))
+        return [subpath for (subpath,) in rows]
+
+    # -- sync helpers (runtime, report, preview) -------------------------------------------------------
+
+    def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        with self._sync() as conn:
+            rows = conn.execute(self._q["load"], tuple(TranscriptKey.of(key))).fetchall()
+        return [json.loads(payload) for (payload,) in rows] if rows else None
+
+    def has_session(self, session_id: str, project_key: str | None = None) -> bool:
+        """Whether a main transcript with this id exists (in `project_key`, or in any project)."""
+        if project_key is None:
+            return self.find_session(session_id) is not None
+        with self._sync() as conn:
+            return conn.execute(self._q["has"], (project_key, session_id)).fetchone() is not None
+
+    def find_session(self, session_id: str) -> SessionKey | None:
+        """The main key of a session id, whatever its project (the newest if several projects have it)."""
+        with self._sync() as conn:
+            row = conn.execute(self._q["find"], (session_id,)).fetchone()
+        return None if row is None else {"project_key": row[0], "session_id": session_id}
+
+    def last_context(self, key: SessionKey) -> int | None:
+        """Main-thread context of the last turn (`_common.last_context`), paging backwards from the end."""
+        with self._sync() as conn:
+            row = conn.execute(self._q["transcript"], tuple(TranscriptKey.of(key))).fetchone()
+            return None if row is None else _common.last_context(self._assistants_backwards(conn, row[0]))
+
+    def _assistants_backwards(self, conn: psycopg.Connection[Any], tid: int) -> Iterator[dict[str, Any]]:
+        before = 2**63 - 1
+        while True:
+            rows = conn.execute(self._q["assistants_before"], (tid, before)).fetchall()
+            for seq, payload in rows:
+                before = seq
+                yield json.loads(payload)
+            if len(rows) < 200:
+                return
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect and migrate now rather than on first use (surfaces a `StoreError` early)."""
+        await self._get_pool()
+
+    async def aclose(self) -> None:
+        pool, loop = self._pool, self._pool_loop
+        self._pool = self._pool_loop = None
+        if pool is not None and loop is asyncio.get_running_loop():
+            await pool.close()
+        with self._sync_lock:
+            if self._sync_conn is not None:
+                self._sync_conn.close()
+                self._sync_conn = None
+
+    close = aclose
+
+    async def __aenter__(self) -> PostgresSessionStore:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # -- plumbing --------------------------------------------------------------------------------------
+
+    async def _fold(
+        self, conn: psycopg.AsyncConnection[Any], key: TranscriptKey, fresh: list[SessionStoreEntry], mtime: int
+    ) -> None:
+        row = await (await conn.execute(self._q["summary"], key[:2])).fetchone()
+        prev: SessionSummaryEntry | None = (
+            None if row is None else {"session_id": key.session_id, "mtime": row[0], "data": json.loads(row[1])}
+        )
+        folded = _common.fold_summary(prev, key, fresh, mtime)
+        data = json.dumps(folded["data"], separators=(",", ":"))
+        await conn.execute(self._q["put_summary"], (*key[:2], mtime, data))
+
+    async def _fetch(self, query: str, params: tuple[Any, ...]) -> list[Any]:
+        async with self._connection() as conn:
+            return await (await conn.execute(self._q[query], params)).fetchall()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        pool = await self._get_pool()
+        try:
+            async with pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise self._error(exc) from None
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        async with self._connection() as conn, conn.transaction():
+            yield conn
+
+    async def _get_pool(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+        loop = asyncio.get_running_loop()
+        if self._pool is not None and self._pool_loop is loop:
+            return self._pool
+        if self._open_lock is None or self._open_lock[0] is not loop:
+            self._open_lock = (loop, asyncio.Lock())
+        async with self._open_lock[1]:
+            if self._pool is None or self._pool_loop is not loop:
+                # A pool from an earlier, finished event loop can be neither used nor closed here: drop it.
+                await anyio.to_thread.run_sync(self._prepare)
+                self._pool = await self._open_pool()
+                self._pool_loop = loop
+            return self._pool
+
+    async def _open_pool(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+        pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
+            self.dsn,
+            kwargs=self._kwargs,
+            min_size=1,
+            max_size=self._max_connections,
+            open=False,
+            check=AsyncConnectionPool.check_connection,
+            name=f"flower-{self.schema}",
+            timeout=max(self._timeout, 30.0),
+        )
+        try:
+            await pool.open(wait=True, timeout=self._timeout)
+        except psycopg.Error as exc:
+            await pool.close()
+            raise self._error(exc) from None
+        return pool
+
+    @contextmanager
+    def _sync(self) -> Iterator[psycopg.Connection[Any]]:
+        with self._sync_lock:
+            try:
+                yield self._prepare_locked()
+            except psycopg.Error as exc:
+                raise self._error(exc) from None
+
+    def _prepare(self) -> None:
+        with self._sync_lock:
+            try:
+                self._prepare_locked()
+            except psycopg.Error as exc:
+                raise self._error(exc) from None
+
+    def _prepare_locked(self) -> psycopg.Connection[Any]:
+        """The sync connection, connected and with the schema migrated (the caller holds `_sync_lock`)."""
+        conn = self._sync_conn
+        if conn is None or conn.closed or conn.broken:
+            try:
+                conn = psycopg.connect(self.dsn, **self._kwargs)
+            except psycopg.OperationalError as exc:
+                raise StoreError(f"cannot connect to the session store at {self.where}: {_one_line(exc)}") from None
+            try:
+                _migrate(conn, self.schema, self.where)
+            except BaseException:
+                conn.close()
+                raise
+            self._sync_conn = conn
+        return conn
+
+    def _error(self, exc: psycopg.Error) -> StoreError:
+        return StoreError(f"session store at {self.where} failed: {_one_line(exc)}")
+
+
+# -- migrating ----------------------------------------------------------------------------------------
+
+
+def _migrate(conn: psycopg.Connection[Any], schema: str, where: str) -> None:
+    """Bring `schema` to `SCHEMA_VERSION`, once even when several processes start together."""
+    ident = sql.Identifier(schema)
+    if _schema_version(conn, schema, where) == SCHEMA_VERSION:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"flower-store-migrate:{schema}",))
+        current = _schema_version(conn, schema, where)  # again, under the lock
+        if current == 0:
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+            conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {}.schema_version"
+                    " (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+                ).format(ident)
+            )
+        for migration in MIGRATIONS[current:]:
+            for statement in migration.statements:
+                conn.execute(sql.SQL(statement).format(schema=ident))  # type: ignore[arg-type]
+            conn.execute(
+                sql.SQL("INSERT INTO {}.schema_version (version, name) VALUES (%s, %s)").format(ident),
+                (migration.version, migration.name),
+            )
+
+
+def _schema_version(conn: psycopg.Connection[Any], schema: str, where: str) -> int:
+    """The flower schema version in `schema` (0 if absent or empty); StoreError for a foreign or newer one."""
+    tables = {
+        name
+        for (name,) in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
+        ).fetchall()
+    }
+    if not tables:
+        return 0
+    if "schema_version" not in tables:
+        shown = ", ".join(sorted(tables)[:5])
+        raise StoreError(f"schema {schema} at {where} holds other tables, not a flower session store ({shown})")
+    row = conn.execute(
+        sql.SQL("SELECT COALESCE(MAX(version), 0) FROM {}.schema_version").format(sql.Identifier(schema))
+    ).fetchone()
+    version = int(row[0]) if row is not None else 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"session store at {where} has schema version {version}, newer than this flower ({SCHEMA_VERSION})")
+    return version
+
+
+# -- small helpers ------------------------------------------------------------------------------------
+
+
+async def _one(cursor: psycopg.AsyncCursor[Any]) -> tuple[Any, ...]:
+    row = await cursor.fetchone()
+    assert row is not None  # RETURNING of an upsert always yields its row
+    return tuple(row)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _describe(params: dict[str, Any]) -> str:
+    """`postgresql://user@host:port/db` without the password (for messages)."""
+    user = params.get("user")
+    host = params.get("host") or params.get("hostaddr") or "localhost"
+    port = params.get("port")
+    dbname = params.get("dbname") or user or ""
+    return f"postgresql://{user + '@' if user else ''}{host}{':' + str(port) if port else ''}/{dbname}"
