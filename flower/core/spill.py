@@ -78,10 +78,18 @@ class Spill:
     """Its first `HEAD_CHARS` characters."""
 
 
-def spill_pointer(spill: Spill) -> str:
-    """The text that replaces a spilled field: the pointer line, a newline, the head."""
+def spill_pointer(spill: Spill, *, lines_first: bool = False) -> str:
+    """The text that replaces a spilled field: the pointer line, a newline, the head.
+
+    With `lines_first` (Read, whose output the CLI shows with line numbers) the head's whole lines come
+    first and the pointer last, so the numbers the model sees stay the file's own.
+    """
     line = texts.SPILL_POINTER.format(chars=spill.chars, path=escape(str(spill.path)))
-    return f"{line}\n{spill.head}"
+    if not lines_first:
+        return f"{line}\n{spill.head}"
+    cut = spill.head.rfind("\n")
+    head = spill.head[: cut + 1] if cut >= 0 else spill.head + "\n"
+    return f"{head}{line}"
 
 
 def _encode(text: str) -> bytes:
@@ -98,13 +106,13 @@ def _settle(workbench: Workbench, tmp: str, digest: str) -> Path:
     return final
 
 
-def _spill_text(workbench: Workbench, text: str, threshold: int) -> Spill | None:
+def _spill_text(workbench: Workbench, text: str, threshold: int, lines_first: bool = False) -> Spill | None:
     """Spill `text`, unless the pointer would not be shorter than the text itself."""
     data = _encode(text)
     digest = hashlib.sha256(data).hexdigest()[:_HASH_CHARS]
     final = workbench.spill / f"{digest}.txt"
     spill = Spill(digest, final, len(text), text[:HEAD_CHARS])
-    if len(text) <= threshold or len(spill_pointer(spill)) >= len(text):
+    if len(text) <= threshold or len(spill_pointer(spill, lines_first=lines_first)) >= len(text):
         return None
     if not final.exists():
         fd, tmp = tempfile.mkstemp(dir=workbench.spill, prefix=".spill.", suffix=".tmp")
@@ -183,7 +191,7 @@ class _Mover:
     tool_use_id: str | None
 
     def text(self, field: str, text: str) -> str | None:
-        return self._done(field, _spill_text(self.workbench, text, self.threshold))
+        return self._done(field, _spill_text(self.workbench, text, self.threshold, self.tool == "Read"))
 
     def file(self, field: str, source: str) -> str | None:
         spill = _spill_file(self.workbench, source)
@@ -194,7 +202,7 @@ class _Mover:
         if spill is None:
             return None
         _log(self.workbench, spill, self.tool, field, self.agent, self.tool_use_id)
-        return spill_pointer(spill)
+        return spill_pointer(spill, lines_first=self.tool == "Read")
 
 
 def spill_output(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -69,13 +70,15 @@ async def call(wb: Workbench, data: dict, **kw: Any) -> dict:
     return out
 
 
-def pointer(wb: Workbench, content: str) -> tuple[str, Path]:
-    """The expected replacement text and the spill file it names, computed independently."""
-    import hashlib
-
+def pointer(wb: Workbench, content: str, read: bool = False) -> tuple[str, Path]:
+    """The expected replacement text and the spill file it names, computed independently.
+    For Read the whole head lines come first, so the line numbers the CLI adds stay the file's."""
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
     path = wb.spill / f"{digest}.txt"
     line = texts.SPILL_POINTER.format(chars=len(content), path=path)
+    if read:
+        head = content[:HEAD_CHARS]
+        return head[: head.rfind("\n") + 1] + line, path
     return f"{line}\n{content[:HEAD_CHARS]}", path
 
 
@@ -126,8 +129,12 @@ async def test_read_nested_file_content_is_spilled_and_numbers_kept(wb: Workbenc
     response = {"type": "text", "file": {"filePath": "/src/big.py", "content": content, "numLines": 600,
                                          "startLine": 1, "totalLines": 600}}
     out = await call(wb, post("Read", {"file_path": "/src/big.py"}, response, wb.workspace))
-    assert updated(out) == {"type": "text", "file": {"filePath": "/src/big.py", "content": pointer(wb, content)[0],
+    assert updated(out) == {"type": "text", "file": {"filePath": "/src/big.py",
+                                                     "content": pointer(wb, content, read=True)[0],
                                                      "numLines": 600, "startLine": 1, "totalLines": 600}}
+    shown = updated(out)["file"]["content"].splitlines()
+    assert shown[:3] == ["line 0", "line 1", "line 2"]  # line n of the file is still line n
+    assert shown[-1].startswith("[6000 chars saved to ") and "line" not in shown[-1][-20:]
 
 
 @pytest.mark.anyio
@@ -302,10 +309,10 @@ async def test_a_look_alike_path_is_not_the_spill_folder(wb: Workbench) -> None:
                                          "totalLines": 1}}
     lookalike = str(wb.root) + "/spill-old/abc.txt"
     out = await call(wb, post("Read", {"file_path": lookalike}, response, wb.workspace))
-    assert updated(out)["file"]["content"] == pointer(wb, content)[0]
+    assert updated(out)["file"]["content"] == pointer(wb, content, read=True)[0]
     escape = str(wb.spill) + "/../notes/n.md"
     out = await call(wb, post("Read", {"file_path": escape}, response, wb.workspace))
-    assert updated(out)["file"]["content"] == pointer(wb, content)[0]
+    assert updated(out)["file"]["content"] == pointer(wb, content, read=True)[0]
 
 
 # --- installation (S-15, S-17) ------------------------------------------------------------------
@@ -344,3 +351,13 @@ async def test_spill_folder_is_created_on_demand(tmp_path: Path) -> None:
     wb = Workbench(tmp_path)  # never ensured
     out = await call(wb, post("Bash", {"command": "x"}, bash(text_of(5000)), tmp_path))
     assert Path(updated(out)["stdout"].split(" saved to ")[1].split(";")[0]).parent == wb.spill
+
+
+def test_pointer_layouts(tmp_path: Path) -> None:
+    spill = spill_mod.Spill("abc", tmp_path / "abc.txt", 9000, "one\ntwo\nthr")
+    line = texts.SPILL_POINTER.format(chars=9000, path=tmp_path / "abc.txt")
+    assert spill_mod.spill_pointer(spill) == f"{line}\none\ntwo\nthr"
+    assert spill_mod.spill_pointer(spill, lines_first=True) == f"one\ntwo\n{line}"  # the cut line is dropped
+    minified = spill_mod.Spill("abc", tmp_path / "abc.txt", 9000, "x" * 400)
+    assert spill_mod.spill_pointer(minified, lines_first=True) == "x" * 400 + "\n" + line
+    assert line.count("\n") == 0
