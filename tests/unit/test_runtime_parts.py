@@ -1,0 +1,152 @@
+"""Pure parts of the runtime: handoff policy, context meter, handoff documents, classify, backoff,
+compaction switches, events (issue #6, S-22..S-24, L-3, L-4)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock, ToolUseBlock, UserMessage
+
+from flower.core.compact import CompactPolicy
+from flower.core.events import Event, emit, to_events
+from flower.core.handoff import (
+    ContextMeter,
+    HandoffPolicy,
+    is_context_overflow,
+    message_context,
+    parse_handoff,
+    save_handoff,
+)
+from flower.core.resilience import RetryPolicy, classify, endpoint_reachable
+from flower.errors import ConfigError
+
+
+def test_threshold_defaults_to_the_1m_window_minus_a_quarter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FLOWER_WINDOW", raising=False)
+    policy = HandoffPolicy()
+    assert policy.resolve_window("claude-opus-5-5") == 1_000_000
+    assert policy.threshold() == 750_000 and policy.warning() == 730_000
+    assert HandoffPolicy(window=200_000).threshold() == 150_000  # 50k floor beats 25% of 200k
+    assert HandoffPolicy(window=200_000, headroom=10_000).threshold() == 190_000
+    assert HandoffPolicy().resolve_window("claude-haiku-4") == 200_000
+
+
+def test_window_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLOWER_WINDOW", "300k")
+    assert HandoffPolicy().resolve_window() == 300_000
+    assert HandoffPolicy(window=123_456).resolve_window() == 123_456  # explicit wins
+    monkeypatch.setenv("FLOWER_WINDOW", "lots")
+    with pytest.raises(ConfigError, match="FLOWER_WINDOW"):
+        HandoffPolicy().resolve_window()
+
+
+def test_invalid_policies_fail_at_construction() -> None:
+    with pytest.raises(ConfigError):
+        HandoffPolicy(window=0)
+    with pytest.raises(ConfigError):
+        HandoffPolicy(max_generations=0)
+    with pytest.raises(ConfigError, match="leaves nothing"):
+        HandoffPolicy(window=100_000, headroom=100_000).threshold()
+    with pytest.raises(ConfigError, match="mode must be one of"):
+        CompactPolicy("sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="at least 100,000"):
+        CompactPolicy(window=50_000)
+
+
+def test_compaction_switches() -> None:
+    assert CompactPolicy().env() == {}
+    assert CompactPolicy("no_summary").env() == {"DISABLE_AUTO_COMPACT": "1"}
+    assert CompactPolicy("off", window=200_000).env() == {"DISABLE_COMPACT": "1",
+                                                          "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "200000"}
+
+
+def test_meter_counts_each_api_message_once() -> None:
+    usage = {"input_tokens": 100, "cache_read_input_tokens": 2_000, "cache_creation_input_tokens": 30,
+             "output_tokens": 999}
+    assert message_context(usage) == 2_130
+    meter = ContextMeter()
+    assert meter.observe("msg_1", usage) and not meter.observe("msg_1", usage)  # text + tool_use entries
+    assert meter.observe("msg_2", {"input_tokens": 5_000})
+    assert not meter.observe("msg_3", None)
+    assert meter.per_message == [2_130, 5_000] and meter.current == 5_000
+
+
+def test_parse_handoff_needs_doing_and_next() -> None:
+    doc = "## Doing\nX\n## Decided\nY because Z\n## Dead ends\n-\n## Next\n1. go\n## Scene\npaths"
+    assert parse_handoff(doc) == {"doing": "X", "decided": "Y because Z", "dead ends": "-", "next": "1. go",
+                                  "scene": "paths"}
+    assert parse_handoff("## Doing\nX\n## Decided\nY") == {}
+    assert parse_handoff("## Doing\n\n## Next\n") == {}
+
+
+def test_save_handoff_archives_the_previous_one(tmp_path: Path) -> None:
+    first = save_handoff(tmp_path / "notes", "fix bug/1", "one")
+    assert first.name == "handoff-fix-bug-1.md" and first.read_text() == "one\n"
+    second = save_handoff(tmp_path / "notes", "fix bug/1", "two")
+    assert second == first and second.read_text() == "two\n"
+    (archived,) = (tmp_path / "notes" / "handoffs").iterdir()
+    assert archived.read_text() == "one\n"
+
+
+def test_context_overflow_is_recognised() -> None:
+    assert is_context_overflow("API Error: 400 prompt is too long: 1000001 tokens > 1000000 maximum")
+    assert is_context_overflow("Prompt is too long")
+    assert not is_context_overflow("API Error: 529 Overloaded") and not is_context_overflow(None)
+
+
+@pytest.mark.parametrize(("error", "status", "kind"), [
+    ("API Error: 529 Overloaded (fake). This is a server-side issue", None, "transient"),
+    ("API Error: 500 Internal server error (fake)", None, "transient"),
+    ("API Error: Connection to the API was lost (ECONNRESET).", None, "transient"),
+    ("anything", 429, "transient"),
+    ("request timed out", None, "transient"),
+    ("API Error: 400 messages.1: invalid request", None, "fatal"),
+    ("API Error: 401 invalid x-api-key", None, "fatal"),
+    ("authentication_error: bad key", None, "fatal"),
+    ("Reached maximum budget", None, "fatal"),
+    ("some 400 timeout oddity", 400, "fatal"),  # fatal is checked first
+    ("something odd happened", None, "unknown"),
+])
+def test_classify(error: str, status: int | None, kind: str) -> None:
+    assert classify(error, status) == kind
+
+
+def test_backoff_doubles_with_jitter_up_to_the_cap() -> None:
+    policy = RetryPolicy(base=4.0, cap=120.0)
+    rng = random.Random(7)
+    delays = [policy.delay(n, rng) for n in range(1, 8)]
+    ceilings = [4, 8, 16, 32, 64, 120, 120]
+    assert all(c / 2 <= d <= c for d, c in zip(delays, ceilings))
+
+
+def test_endpoint_probe() -> None:
+    assert endpoint_reachable(None)
+    assert not endpoint_reachable("http://127.0.0.1:9", timeout=0.5)
+
+
+def test_events_are_flat_and_synthetic_errors_are_errors() -> None:
+    call = AssistantMessage(content=[TextBlock("looking"), ToolUseBlock("t1", "Bash", {"command": "ls"})],
+                            model="m", parent_tool_use_id="toolu_agent")
+    assert [(e.kind, e.tool, e.payload.get("agent")) for e in to_events(call)] == [
+        ("text", None, "toolu_agent"), ("tool_call", "Bash", "toolu_agent")]
+    synthetic = AssistantMessage(content=[TextBlock("API Error: 529 Overloaded")], model="<synthetic>",
+                                 error="server_error")
+    (event,) = to_events(synthetic)
+    assert event.kind == "error" and "529" in event.text and event.on_main
+    result = ResultMessage(subtype="success", duration_ms=1, duration_api_ms=1, is_error=False, num_turns=2,
+                           session_id="s", total_cost_usd=0.5, result="done")
+    assert to_events(result)[0] == Event("result", "done", payload={
+        "session_id": "s", "cost_usd": 0.5, "turns": 2, "subtype": "success", "api_error_status": None})
+    retry = SystemMessage(subtype="api_retry", data={"error": "server_error", "attempt": 1})
+    assert to_events(retry)[0].kind == "retry"
+    assert to_events(UserMessage(content="hi"))[0].kind == "prompt"
+    assert to_events(object())[0].kind == "unknown"
+
+
+def test_a_failing_callback_never_kills_the_run() -> None:
+    def broken(event: Event) -> None:
+        raise RuntimeError("UI bug")
+
+    emit(broken, Event("text", "x"))  # does not raise
