@@ -35,7 +35,8 @@ from claude_agent_sdk import HookMatcher
 from claude_agent_sdk.types import HookContext, HookEvent, HookJSONOutput
 
 from flower.core import texts
-from flower.core.workbench import Workbench, _simple_commands, escape, inside
+from flower.core.workbench import Workbench, escape, inside
+from flower.core.workbench_stats import simple_commands
 from flower.errors import ConfigError
 
 __all__ = [
@@ -173,7 +174,7 @@ def reads_spill(workbench: Workbench, tool: str, tool_input: Mapping[str, Any], 
         command = tool_input.get("command")
         if not isinstance(command, str):
             return False
-        words = (w for ws in _simple_commands(command) for w in ws)
+        words = (w for ws in simple_commands(command) for w in ws)
         return any(("/" in w or w.endswith(".txt")) and inside(w, spill_dir, cwd) for w in words)
     key = "file_path" if tool == "Read" else "path"
     target = tool_input.get(key)

@@ -10,18 +10,17 @@ import pytest
 from claude_agent_sdk import HookMatcher
 
 from flower.core import texts
+from flower.core import workbench as workbench_mod
 from flower.core.workbench import (
     Entry,
-    ScriptUse,
     Workbench,
-    WorkbenchStats,
     describe,
     index_guard,
     relay_guard,
     relay_input,
     workbench_hooks,
-    workbench_stats,
 )
+from flower.core.workbench_stats import ScriptUse, WorkbenchStats, workbench_stats
 from flower.errors import ConfigError
 
 CTX: Any = {"signal": None}
@@ -143,17 +142,15 @@ def test_entries_are_sorted_recursive_and_skip_dotfiles_and_binary_descriptions(
 # --- INDEX.md (S-11) ----------------------------------------------------------------------------
 
 
-def test_refresh_writes_every_entry_atomically_and_only_when_changed(ws: Path) -> None:
-    wb = Workbench(ws, max_index_entries=2).ensure()
-    for i in range(5):
-        put(wb.scripts / f"s{i}.py", f"# desc: script {i}\n")
+def test_refresh_writes_the_index_atomically_and_only_when_changed(ws: Path) -> None:
+    wb = Workbench(ws).ensure()
+    put(wb.scripts / "s0.py", "# desc: script 0\n")
     put(wb.notes / "db.md", "# Use SQLite\n")
     assert wb.refresh() is True
     text = wb.index_path.read_text(encoding="utf-8")
     assert text.startswith(texts.WORKBENCH_INDEX_HEAD)
-    for i in range(5):  # the file has them all; only the prompt listing is capped
-        assert f"- scripts/s{i}.py \N{EM DASH} script {i} (17 B)" in text
-    assert "scripts/ (5):\n" in text and "artifacts/ (0):\n- (empty)\n" in text
+    assert "scripts/ (1):\n- scripts/s0.py \N{EM DASH} script 0 (17 B)\n" in text
+    assert "artifacts/ (0):\n- (empty)\n" in text
     assert "- notes/db.md \N{EM DASH} Use SQLite (13 B)" in text
     os.utime(wb.index_path, ns=(1, 1))
     assert wb.refresh() is False
@@ -163,6 +160,34 @@ def test_refresh_writes_every_entry_atomically_and_only_when_changed(ws: Path) -
     assert "- artifacts/log.txt (2.5 KB)" in wb.index_path.read_text(encoding="utf-8")
     assert wb.index_path.stat().st_mtime_ns != 1  # rewritten
     assert [p.name for p in wb.root.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_index_file_caps_each_section_and_says_how_many_more(ws: Path) -> None:
+    """S-11: INDEX.md itself shows at most max_index_entries per section and says how many more exist."""
+    wb = Workbench(ws, max_index_entries=2).ensure()
+    for i in range(5):
+        put(wb.scripts / f"s{i}.py", f"# desc: script {i}\n")
+    put(wb.notes / "a.md", "# a\n")
+    put(wb.notes / "b.md", "# b\n")
+    wb.refresh()
+    lines = wb.index_path.read_text(encoding="utf-8").splitlines()
+    body = lines[lines.index("scripts/ (5):"):]
+    assert body == [
+        "scripts/ (5):",
+        "- scripts/s0.py \N{EM DASH} script 0 (17 B)",
+        "- scripts/s1.py \N{EM DASH} script 1 (17 B)",
+        "- and 3 more, not listed: see the scripts/ folder itself",
+        "",
+        "artifacts/ (0):",
+        "- (empty)",
+        "",
+        "notes/ (2):",  # exactly at the cap: no "more" line
+        "- notes/a.md (4 B)",
+        "- notes/b.md (4 B)",
+    ]
+    put(wb.scripts / "s5.py", "# desc: script 5\n")
+    assert wb.refresh() is True  # the hidden count changed, so the file changed
+    assert "- and 4 more, not listed: see the scripts/ folder itself" in wb.index_path.read_text(encoding="utf-8")
 
 
 def test_listing_caps_each_section_and_says_how_many_more(ws: Path) -> None:
@@ -177,7 +202,7 @@ def test_listing_caps_each_section_and_says_how_many_more(ws: Path) -> None:
         "- scripts/s0.py \N{EM DASH} d (10 B)",
         "- scripts/s1.py \N{EM DASH} d (10 B)",
         "- scripts/s2.py \N{EM DASH} d (10 B)",
-        "- and 2 more: see INDEX.md",
+        "- and 2 more, not listed: see the scripts/ folder itself",
         "artifacts/ (1):",
         "- artifacts/a.txt (3 B)",
         "notes/ (0):",
@@ -382,3 +407,12 @@ def test_workbench_stats_counts_writes_runs_reruns_from_main_and_subagent_transc
 def test_workbench_stats_of_an_empty_run(ws: Path) -> None:
     stats = workbench_stats(Workbench(ws), [])
     assert stats == WorkbenchStats(0, 0, 0, 0, 0, 0, 0, 0, ())
+
+
+def test_statistics_moved_but_the_old_import_path_still_works() -> None:
+    from flower.core.workbench import workbench_stats as old
+
+    assert old is workbench_stats
+    assert workbench_mod.WorkbenchStats is WorkbenchStats and workbench_mod.ScriptUse is ScriptUse
+    with pytest.raises(AttributeError):
+        workbench_mod.no_such_name  # noqa: B018
