@@ -42,6 +42,21 @@ DELEGATE_DENIAL = (
 DELEGATE_DENIAL_WHERE = "the workbench artifacts folder"
 # Added to the denial of a Bash command that is not a read-only glance.
 GLANCE_REFUSAL = " Your Bash only runs read-only glance commands; this one is not one ({why})."
+# The {why} of GLANCE_REFUSAL, by cause (flower.core.glance.describe_refusal); {what} names the culprit.
+GLANCE_WHY = {
+    "empty": "it is empty",
+    "long": "it is too long to check",
+    "parse": "the shell parser cannot account for all of it",
+    "construct": "it uses {what}",
+    "redirect": "`{what}` may write a file; only 2>&1, >/dev/null and < FILE are allowed",
+    "command": "`{what}` is not a read-only query",
+    "subcommand": "`{what}` is not a read-only query",
+    "flag": "`{what}` is not an allowed flag",
+    "operands": "`{what}` has too many operands",
+    "expansion": "`{what}` would be expanded by the shell, so it cannot be checked",
+    "script": "the {what} program could write files or run commands",
+    "word": "`{what}` is refused in any glance",
+}
 
 # S-7: a non-delegating spec's hands-on tool that its allowed_tools do not grant.
 WHITELIST_DENIAL = (
