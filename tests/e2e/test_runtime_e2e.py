@@ -107,10 +107,12 @@ async def test_overload_beyond_the_cli_retries_is_resumed_in_the_same_session(
 
 
 async def test_fatal_errors_are_not_retried(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
-    scripted_api.script([api_error(401, "invalid x-api-key")])
+    scripted_api.handler = lambda request: api_error(401, "invalid x-api-key")  # however often the CLI asks
     result = await runtime(scripted_api, tmp_path, workspace).run(solo(), "work")
     assert not result.ok and result.attempts == 1 and result.retries == ()
-    assert result.error and "401" in result.error
+    assert result.error and "Invalid API key" in result.error
+    sessions = {r.headers.get("x-claude-code-session-id") for r in scripted_api.requests}
+    assert len(sessions) == 1
 
 
 async def test_endpoint_down_for_a_while_is_waited_for(
