@@ -1,0 +1,239 @@
+"""Rewrites 1 and 2 of S-19: expire stale glance results, move large results out of context.
+
+Both replace the body of a `tool_result` block and nothing else: the block stays (its call would be an
+orphan without it), `tool_use_id` and `is_error` stay, the entry and its chain stay. Compaction summaries,
+meta entries, and results holding images or documents are never touched (S-20).
+
+**Ephemeral expiry** (on by default). A site is a successful `Bash` result whose command the glance
+predicate calls ephemeral (`flower.core.glance.is_ephemeral`, S-8: the same predicate that lets the
+coordinator run it). All sites but the newest `keep_recent` get one line naming the command and its age.
+Not spilled: re-running a glance is cheaper than reading an archive. Denied, interrupted and failed results
+are not sites (they are not snapshots of state; the residue rules own the first two).
+
+**Rounds.** A result's age is counted in rounds: real assistant messages (API replies, one per
+`message.id`, CLI-written `<synthetic>` ones excluded) on the same thread after the message that made the
+call. A long autonomous run is one user turn but hundreds of rounds, and a round is what makes a snapshot
+stale: the model acted in between.
+
+**Trim** (off by default). A site is any result whose text is at least `min_chars` long. All but the newest
+`keep_recent` are written to `<workspace>/<spill_dir>/<sha256-prefix>.txt` (atomically, once per content,
+the naming of the spill guard) and replaced by a pointer line. The spill folder must be inside the
+workspace so the agent's own Read reaches it.
+
+Idempotence: a body that already is a flower note (`texts.FLOWER_NOTE_PREFIX`) is never a trim site and is
+never rewritten again; an expired result still counts as a site, so `keep_recent` selects the same newest
+results on a second pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flower.core import texts
+from flower.errors import ConfigError
+from flower.stores._plan import Plan, RewriteDetail, RewriteReport, run_alone
+from flower.stores._transcript import Entry, TranscriptIndex, is_protected, result_text
+from flower.stores.prune import find_interrupted
+
+__all__ = [
+    "EphemeralPolicy",
+    "TrimPolicy",
+    "expire_ephemeral",
+    "plan_expiry",
+    "plan_trim",
+    "spill_text",
+    "trim_results",
+]
+
+_COMMAND_CHARS = 60
+_HASH_CHARS = 16
+
+
+@dataclass(frozen=True)
+class EphemeralPolicy:
+    """Expiry of stale glance results (S-19.1)."""
+
+    keep_recent: int = 6
+    """How many of the newest glance results keep their body."""
+    predicate: Callable[[str], bool] | None = None
+    """Which Bash commands expire; None means `flower.core.glance.is_ephemeral` (S-8: one predicate for
+    "the coordinator may run it" and "its result expires")."""
+
+    def __post_init__(self) -> None:
+        if self.keep_recent < 0:
+            raise ConfigError(f"EphemeralPolicy.keep_recent must be >= 0, got {self.keep_recent}")
+
+    def resolved_predicate(self) -> Callable[[str], bool]:
+        if self.predicate is not None:
+            return self.predicate
+        from flower.core.glance import is_ephemeral  # lazy: glance parses shell, stores should not need it
+
+        return is_ephemeral
+
+
+@dataclass(frozen=True)
+class TrimPolicy:
+    """Moving large tool results out of the resumed context (S-19.2)."""
+
+    keep_recent: int = 20
+    """How many of the newest large results stay inline."""
+    min_chars: int = 2000
+    """A result body this long or longer is large."""
+    spill_dir: str = ".flower/spill"
+    """Where bodies go, relative to the workspace; must stay inside it."""
+
+    def __post_init__(self) -> None:
+        if self.keep_recent < 0 or self.min_chars < 1:
+            raise ConfigError(f"TrimPolicy needs keep_recent >= 0 and min_chars >= 1, got {self}")
+        if Path(self.spill_dir).is_absolute() or ".." in Path(self.spill_dir).parts:
+            raise ConfigError(
+                f"TrimPolicy.spill_dir must be a relative path inside the workspace: {self.spill_dir!r}"
+            )
+
+
+def _newest_excluded(sites: list[Any], keep: int) -> list[Any]:
+    return sites[: len(sites) - keep] if keep < len(sites) else []
+
+
+def _short_command(command: str) -> str:
+    line = command.strip().splitlines()[0] if command.strip() else ""
+    return line if len(line) <= _COMMAND_CHARS else line[: _COMMAND_CHARS - 1] + "\N{HORIZONTAL ELLIPSIS}"
+
+
+def _rounds(age: int) -> str:
+    return "1 round" if age == 1 else f"{age} rounds"
+
+
+def plan_expiry(
+    entries: list[Entry],
+    index: TranscriptIndex,
+    plan: Plan,
+    policy: EphemeralPolicy,
+    skip: set[tuple[int, int]],
+) -> None:
+    """Record expiry edits; `skip` holds (entry, block) results another rule owns (interrupted calls)."""
+    predicate = policy.resolved_predicate()
+    verdicts: dict[str, bool] = {}  # the predicate parses shell; commands repeat (git status), ask once each
+    sites: list[tuple[int, int, str, str, int]] = []
+    for result in index.ordered_results:
+        use = index.uses.get(result.tool_use_id)
+        if (
+            use is None
+            or use.name != "Bash"
+            or use.entry > result.entry
+            or (result.entry, result.block) in skip
+        ):
+            continue
+        entry = entries[result.entry]
+        block = entry["message"]["content"][result.block]
+        command = use.input.get("command") if isinstance(use.input, dict) else None
+        if is_protected(entry) or "toolDenialKind" in entry or block.get("is_error") is True:
+            continue
+        if not isinstance(command, str):
+            continue
+        text = result_text(block)
+        if text is None:
+            continue
+        if command not in verdicts:
+            verdicts[command] = bool(predicate(command))
+        if verdicts[command]:
+            sites.append((result.entry, result.block, command, text, index.age(use)))
+    for position, number, command, text, age in _newest_excluded(sites, policy.keep_recent):
+        if text.startswith(texts.FLOWER_NOTE_PREFIX):
+            continue
+        note = texts.EXPIRED_RESULT.format(command=_short_command(command), age=_rounds(age))
+        block = entries[position]["message"]["content"][number]
+        plan.blocks[(position, number)] = {**block, "content": note}
+        plan.note(
+            RewriteDetail(
+                "expired",
+                entries[position].get("uuid"),
+                block.get("tool_use_id"),
+                len(text) - len(note),
+                command,
+            )
+        )
+
+
+def plan_trim(
+    entries: list[Entry],
+    index: TranscriptIndex,
+    plan: Plan,
+    policy: TrimPolicy,
+    workspace: Path,
+    skip: set[tuple[int, int]],
+) -> None:
+    """Record trim edits, writing each moved body to the spill folder (the one side effect of a rewrite)."""
+    sites: list[tuple[int, int, str]] = []
+    for result in index.ordered_results:
+        key = (result.entry, result.block)
+        entry = entries[result.entry]
+        if key in skip or key in plan.blocks or is_protected(entry) or "toolDenialKind" in entry:
+            continue
+        text = result_text(entry["message"]["content"][result.block])
+        if text is None or len(text) < policy.min_chars or text.startswith(texts.FLOWER_NOTE_PREFIX):
+            continue
+        sites.append((result.entry, result.block, text))
+    if len(sites) <= policy.keep_recent:
+        return
+    folder = (workspace / policy.spill_dir).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    for position, number, text in _newest_excluded(sites, policy.keep_recent):
+        path = spill_text(folder, text)
+        note = texts.TRIMMED_RESULT.format(chars=f"{len(text):,}", path=path)
+        block = entries[position]["message"]["content"][number]
+        plan.blocks[(position, number)] = {**block, "content": note}
+        plan.note(
+            RewriteDetail(
+                "trimmed",
+                entries[position].get("uuid"),
+                block.get("tool_use_id"),
+                len(text) - len(note),
+                str(path),
+            )
+        )
+
+
+def spill_text(folder: Path, text: str) -> Path:
+    """Write `text` to `folder/<sha256-prefix>.txt` unless that file exists; atomic (temp file + rename)."""
+    data = text.encode("utf-8", "surrogatepass")  # transcripts can carry lone surrogates; keep them
+    path = folder / f"{hashlib.sha256(data).hexdigest()[:_HASH_CHARS]}.txt"
+    if path.exists():
+        return path
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".trim.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def expire_ephemeral(
+    entries: list[Entry], policy: EphemeralPolicy | None = None
+) -> tuple[list[Entry], RewriteReport]:
+    """Rewrite 1 alone: stale glance results become one line."""
+    chosen = policy if policy is not None else EphemeralPolicy()
+    return run_alone(
+        entries, lambda index, plan: plan_expiry(entries, index, plan, chosen, find_interrupted(entries))
+    )
+
+
+def trim_results(
+    entries: list[Entry], *, workspace: str | Path, policy: TrimPolicy | None = None
+) -> tuple[list[Entry], RewriteReport]:
+    """Rewrite 2 alone: large results move to the spill folder."""
+    chosen = policy if policy is not None else TrimPolicy()
+    skip = find_interrupted(entries)
+    return run_alone(
+        entries, lambda index, plan: plan_trim(entries, index, plan, chosen, Path(workspace), skip)
+    )

@@ -1,0 +1,1 @@
+"""Test data: real transcripts from ../shared/data and builders for synthetic ones."""
