@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence, Set
 from typing import Any, NamedTuple, cast
 
 from claude_agent_sdk import fold_session_summary
@@ -36,7 +36,7 @@ __all__ = [
     "entry_type",
     "entry_uuid",
     "fold_summary",
-    "fresh_entries",
+    "fresh_indexes",
     "last_context",
     "next_mtime",
     "now_ms",
@@ -115,20 +115,17 @@ def dump_entry(entry: SessionStoreEntry | dict[str, Any]) -> str:
     return text
 
 
-def fresh_entries(
-    entries: Iterable[SessionStoreEntry], stored: set[str] | frozenset[str] = frozenset()
-) -> list[SessionStoreEntry]:
-    """The entries to store: drop those whose uuid is already stored or came earlier in the same batch."""
+def fresh_indexes(uuids: Sequence[str | None], stored: Set[str] = frozenset()) -> list[int]:
+    """Positions of the entries to store: not those whose uuid is stored or came earlier in the batch."""
     seen = set(stored)
-    fresh: list[SessionStoreEntry] = []
-    for entry in entries:
-        uuid = entry_uuid(entry)
+    keep: list[int] = []
+    for index, uuid in enumerate(uuids):
         if uuid is not None:
             if uuid in seen:
                 continue
             seen.add(uuid)
-        fresh.append(entry)
-    return fresh
+        keep.append(index)
+    return keep
 
 
 def fold_summary(

@@ -94,7 +94,7 @@ _QUERIES = {
         ON CONFLICT (project_key, session_id, subpath) DO UPDATE SET mtime = GREATEST({_NOW_MS}, t.mtime + 1)
         RETURNING id, mtime""",
     "insert": """INSERT INTO {schema}.entries (transcript, uuid, type, payload)
-        SELECT %s, b.u, b.t, b.p FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS b (u, t, p, n)
+        SELECT %s, b.u, b.t, b.p FROM unnest(%b::text[], %b::text[], %b::text[]) WITH ORDINALITY AS b (u, t, p, n)
         ORDER BY b.n
         ON CONFLICT (transcript, uuid) WHERE uuid IS NOT NULL DO NOTHING
         RETURNING uuid""",
@@ -155,8 +155,9 @@ class PostgresSessionStore(SessionStore):
         if not entries:
             return
         tkey = TranscriptKey.of(key)
-        batch = _common.fresh_entries(entries)
-        uuids = [_common.entry_uuid(e) for e in batch]
+        every_uuid = [_common.entry_uuid(e) for e in entries]
+        keep = _common.fresh_indexes(every_uuid)  # the batch's own repeats; stored ones: ON CONFLICT
+        batch, uuids = [entries[i] for i in keep], [every_uuid[i] for i in keep]
         columns = (uuids, [_common.entry_type(e) for e in batch], [_common.dump_entry(e) for e in batch])
         async with self._transaction() as conn:
             tid, mtime = await _one(await conn.execute(self._q["touch"], tuple(tkey)))

@@ -315,12 +315,11 @@ def _append(
     rows: list[tuple[str | None, str | None, str]],
 ) -> None:
     tid = _transcript_id(conn, key)
-    stored = set() if tid is None else _stored_uuids(conn, tid, [u for u, _, _ in rows if u is not None])
-    fresh = _common.fresh_entries(entries, stored)
-    if not fresh:
+    uuids = [uuid for uuid, _, _ in rows]
+    stored = set() if tid is None else _stored_uuids(conn, tid, [u for u in uuids if u is not None])
+    keep = _common.fresh_indexes(uuids, stored)
+    if not keep:
         return
-    keep = {id(e) for e in fresh}
-    new_rows = [row for entry, row in zip(entries, rows) if id(entry) in keep]
     mtime = _tick(conn)
     if tid is None:
         tid = conn.execute(
@@ -330,10 +329,10 @@ def _append(
         conn.execute("UPDATE transcripts SET mtime = ? WHERE id = ?", (mtime, tid))
     conn.executemany(
         "INSERT INTO entries (transcript, uuid, type, payload) VALUES (?, ?, ?, ?)",
-        [(tid, *row) for row in new_rows],
+        [(tid, *rows[i]) for i in keep],
     )
     if key.is_main:
-        _fold(conn, key, fresh, mtime)
+        _fold(conn, key, [entries[i] for i in keep], mtime)
 
 
 def _fold(conn: sqlite3.Connection, key: TranscriptKey, fresh: list[SessionStoreEntry], mtime: int) -> None:

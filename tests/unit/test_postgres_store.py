@@ -124,6 +124,13 @@ async def test_append_is_idempotent_on_uuid(store: PostgresSessionStore) -> None
 
 
 @pytest.mark.anyio
+async def test_the_same_entry_object_twice_in_a_batch_is_stored_once(store: PostgresSessionStore) -> None:
+    entry = user("u1", "one")
+    await store.append(KEY, [entry, entry, user(None, "no uuid"), entry])
+    assert await store.load(KEY) == [user("u1", "one"), user(None, "no uuid")]
+
+
+@pytest.mark.anyio
 async def test_awkward_text_round_trips(store: PostgresSessionStore) -> None:
     """NUL (jsonb would refuse it), lone surrogates, CJK and big numbers come back deep-equal."""
     awkward = [

@@ -60,6 +60,13 @@ async def test_sdk_conformance_suite(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_the_same_entry_object_twice_in_a_batch_is_stored_once(store: SqliteSessionStore) -> None:
+    entry = user("u1", "one")
+    await store.append(KEY, [entry, entry, user(None, "no uuid"), entry])
+    assert await store.load(KEY) == [user("u1", "one"), user(None, "no uuid")]
+
+
+@pytest.mark.anyio
 async def test_append_is_idempotent_on_uuid_against_stored_rows_and_within_a_batch(store: SqliteSessionStore) -> None:
     """S-18: a retried batch and a batch repeating a uuid add each uuid once; uuid-less entries always land."""
     await store.append(KEY, [user("u1", "one"), user(None, "mode-a"), user("u2", "two")])
