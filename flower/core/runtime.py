@@ -49,7 +49,7 @@ from flower.core.handoff import ContextMeter, HandoffPolicy, degraded_handoff, i
 from flower.core.resilience import RetryPolicy, classify, wait_for_endpoint
 from flower.errors import ConfigError
 
-__all__ = ["Runtime", "StepResult"]
+__all__ = ["Runtime", "StepResult", "append_manifest"]
 
 Placement = Literal["user", "system"]
 
@@ -440,23 +440,26 @@ class Runtime:
             hooks=hooks, artifacts=wb.artifacts if wb is not None else None, env=env,
         )
 
-    # --- manifest ---------------------------------------------------------------------------------
-
     def _record(self, result: StepResult) -> None:
-        row = {"run_id": self.run_id, **asdict(result)}
-        path = self.run_dir / "manifest.json"
-        with open(self.run_dir / ".manifest.lock", "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                data = json.loads(path.read_text()) if path.exists() else {"steps": []}
-            except ValueError:
-                # Never drop what is stored: keep the unreadable file beside the new one.
-                path.replace(path.with_name(f"manifest.unreadable-{int(time.time())}.json"))
-                data = {"steps": []}
-            data["steps"].append(row)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False))
-            tmp.replace(path)
+        append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result)})
+
+
+def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
+    """Add one row to `run_dir/manifest.json`: read-modify-write under an exclusive file lock, atomic
+    replace, so parallel processes never lose each other's rows and a crash never leaves half a file."""
+    path = run_dir / "manifest.json"
+    with open(run_dir / ".manifest.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            data = json.loads(path.read_text()) if path.exists() else {"steps": []}
+        except ValueError:
+            # Never drop what is stored: keep the unreadable file beside the new one.
+            path.replace(path.with_name(f"manifest.unreadable-{int(time.time())}.json"))
+            data = {"steps": []}
+        data["steps"].append(dict(row))
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False))
+        tmp.replace(path)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

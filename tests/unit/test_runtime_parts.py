@@ -150,3 +150,37 @@ def test_a_failing_callback_never_kills_the_run() -> None:
         raise RuntimeError("UI bug")
 
     emit(broken, Event("text", "x"))  # does not raise
+
+
+def _append_rows(run_dir: str, writer: int, count: int) -> None:
+    from flower.core.runtime import append_manifest
+
+    for i in range(count):
+        append_manifest(Path(run_dir), {"run_id": f"run-{writer}", "i": i})
+
+
+def test_parallel_processes_never_lose_manifest_rows(tmp_path: Path) -> None:
+    """L-2: four processes with different run ids append at once; every row survives, in each writer's order."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_rows, args=(str(tmp_path), w, 25)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    import json
+
+    rows = json.loads((tmp_path / "manifest.json").read_text())["steps"]
+    assert len(rows) == 100
+    for w in range(4):
+        assert [r["i"] for r in rows if r["run_id"] == f"run-{w}"] == list(range(25))
+
+
+def test_an_unreadable_manifest_is_kept_aside_not_overwritten(tmp_path: Path) -> None:
+    from flower.core.runtime import append_manifest
+
+    (tmp_path / "manifest.json").write_text("{broken")
+    append_manifest(tmp_path, {"run_id": "r"})
+    (kept,) = tmp_path.glob("manifest.unreadable-*.json")
+    assert kept.read_text() == "{broken"
