@@ -15,7 +15,8 @@ are not sites (they are not snapshots of state; the residue rules own the first 
 call. A long autonomous run is one user turn but hundreds of rounds, and a round is what makes a snapshot
 stale: the model acted in between.
 
-**Trim** (off by default). A site is any result whose text is at least `min_chars` long. All but the newest
+**Trim** (off by default). A site is any text result at least `min_chars` long (denials and interrupted
+calls excepted: the other rules own them). All but the newest
 `keep_recent` are written to `<workspace>/<spill_dir>/<sha256-prefix>.txt` (atomically, once per content,
 the naming of the spill guard) and replaced by a pointer line. The spill folder must be inside the
 workspace so the agent's own Read reaches it.
