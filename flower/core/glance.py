@@ -67,7 +67,7 @@ __all__ = [
     "may_run_on_main",
 ]
 
-MAX_COMMAND_CHARS = 4000
+MAX_COMMAND_CHARS = 2000
 """Longer commands are refused without parsing (a glance is short; parsing cost grows with length)."""
 
 
@@ -137,7 +137,7 @@ def _scan(raw: str) -> Word:
             out.append(c)
             bare.append(True)
             i += 1
-    globbed = any(b and ch in "*?[" for ch, b in zip(out, bare))
+    globbed = any(b and (ch in "*?" or ch == "[" and "]" in out[k:]) for k, (ch, b) in enumerate(zip(out, bare)))
     return Word("".join(out), not (expands or globbed or _braces(out, bare)))
 
 
@@ -393,8 +393,8 @@ def _judge_node(node: object, src: str) -> None:
             elif not (part.kind == "reservedword" and part.word == "!"):
                 _judge_node(part, src)
     elif kind == "command":
-        _check_gaps(src, *node.pos, node.parts)  # type: ignore[attr-defined]
         _judge_command(node, src)
+        _check_gaps(src, *node.pos, node.parts)  # type: ignore[attr-defined]
     else:
         raise _Refuse("construct", _KINDS.get(kind, kind))
 
@@ -413,9 +413,9 @@ def _verdict(command: str) -> str | None:
             raise _Refuse("parse") from None
         if not trees:
             raise _Refuse("empty")
-        _check_gaps(command, 0, len(command), trees)
         for tree in trees:
             _judge_node(tree, command)
+        _check_gaps(command, 0, len(command), trees)
         return None
     except _Refuse as refusal:
         return texts.GLANCE_WHY[refusal.code].format(what=refusal.what)

@@ -227,7 +227,7 @@ def _check_sed(args: Args) -> None:
 
 # --- awk: a lexer good enough to find output redirection; pipes, system() and @ refused outright ---
 
-_AWK_BANNED = re.compile(r"\bsystem\b|[@#]")
+_AWK_BANNED = re.compile(r"\bsystem\b|[@#]|/inet")  # /inet/...: gawk's network special files
 _AWK_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _AWK_NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?")
 # After these words an operand is expected, so `/` opens a regex rather than dividing.
@@ -270,7 +270,11 @@ def _awk_no_redirect(src: str) -> bool:
     print_depth: int | None = None
     while i < n:
         c = src[i]
-        if c in " \t\r\n" or src.startswith("\\\n", i):
+        if c == "\n":
+            # A newline after an operand ends the statement, so a `/` on the next line opens a regex.
+            i, operand = i + 1, False
+            continue
+        if c in " \t\r" or src.startswith("\\\n", i):
             i += 1 if c != "\\" else 2
             continue
         word = ""
@@ -386,12 +390,12 @@ def _check_ping(args: Args) -> None:
         raise Refusal("flag", "ping (needs -c N or -w SECONDS)")
 
 
-_BRANCH_LISTS = ("-l", "--list", "-v", "--verbose", "--contains", "--no-contains", "--merged",
-                 "--no-merged", "--points-at")
+# The flags that put git branch in list mode (builtin/branch.c); -v/-a/-r do not: `git branch -v x` creates x.
+_BRANCH_LISTS = ("-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at")
 
 
 def _check_git_branch(args: Args) -> None:
-    # An operand names a branch to create, unless a listing flag makes it a pattern or commit.
+    # An operand names a branch to create, unless a list-mode flag makes it a pattern or commit.
     if args.operands and (not args.has(*_BRANCH_LISTS) or args.has("--show-current")):
         raise Refusal("subcommand", "git branch NAME")
 
@@ -459,7 +463,8 @@ _GIT: dict[str, Rule] = {
     "show": _GIT_REVIEW,
     "rev-list": Rule(_GIT_LOG + " --count --objects --no-object-names --timestamp", numeric=True),
     "shortlog": Rule(
-        _GIT_REVS + " -n --numbered -s --summary -e --email --committer -w=? --group=",
+        # shortlog's own --committer is a switch (group by committer), not log's --committer=PATTERN.
+        _GIT_REVS.replace(" --committer=", "") + " -n --numbered -s --summary -e --email --committer -w=? --group=",
         check=_check_git_shortlog,
     ),
     "branch": Rule(
