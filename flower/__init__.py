@@ -1,17 +1,86 @@
 """flower: a runtime for very long Claude agent runs that keeps the coordinator's context clean.
 
-This module only re-exports; `__all__` is locked by a test.
+This module only re-exports; `__all__` is locked by a test. `PostgresSessionStore` is imported on first
+use, so `import flower` does not load the PostgreSQL driver.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from flower.core.agent import AgentSpec, build_options
+from flower.core.compact import CompactPolicy
+from flower.core.events import Event
+from flower.core.glance import is_ephemeral
+from flower.core.guard import delegate_guard, merge_hooks, spec_guards, whitelist_guard
+from flower.core.handoff import HandoffPolicy
+from flower.core.resilience import RetryPolicy, classify
+from flower.core.roles import coordinator, worker
+from flower.core.runtime import Runtime, StepResult
+from flower.core.spill import spill_guard
+from flower.core.workbench import Workbench, index_guard, relay_guard, workbench_hooks
 from flower.errors import ConfigError, FlowerError, ScriptError, StoreError
+from flower.stores.jsonl import read_jsonl
+from flower.stores.rewrite import (
+    EphemeralPolicy,
+    PruningSessionStore,
+    RewriteReport,
+    RewritingSessionStore,
+    TrimmingSessionStore,
+    TrimPolicy,
+    rewrite,
+)
+from flower.stores.sqlite import SqliteSessionStore
+from flower.stores.validate import validate
+
+if TYPE_CHECKING:
+    from flower.stores.postgres import PostgresSessionStore
 
 __all__ = [
+    "AgentSpec",
+    "CompactPolicy",
     "ConfigError",
+    "EphemeralPolicy",
+    "Event",
     "FlowerError",
+    "HandoffPolicy",
+    "PostgresSessionStore",
+    "PruningSessionStore",
+    "RetryPolicy",
+    "RewriteReport",
+    "RewritingSessionStore",
+    "Runtime",
     "ScriptError",
+    "SqliteSessionStore",
+    "StepResult",
     "StoreError",
+    "TrimPolicy",
+    "TrimmingSessionStore",
+    "Workbench",
+    "build_options",
+    "classify",
+    "coordinator",
+    "delegate_guard",
+    "index_guard",
+    "is_ephemeral",
+    "merge_hooks",
+    "read_jsonl",
+    "relay_guard",
+    "rewrite",
+    "spec_guards",
+    "spill_guard",
+    "validate",
+    "whitelist_guard",
+    "workbench_hooks",
+    "worker",
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresSessionStore":
+        from flower.stores.postgres import PostgresSessionStore
+
+        return PostgresSessionStore
+    raise AttributeError(f"module 'flower' has no attribute {name!r}")
