@@ -137,7 +137,10 @@ def _scan(raw: str) -> Word:
             out.append(c)
             bare.append(True)
             i += 1
-    globbed = any(b and (ch in "*?" or ch == "[" and "]" in out[k:]) for k, (ch, b) in enumerate(zip(out, bare)))
+    # A lone `[` is no glob (bash needs a closing `]`), which keeps `[ -f x ]` a plain command.
+    globbed = any(
+        b and (ch in "*?" or ch == "[" and "]" in out[k:]) for k, (ch, b) in enumerate(zip(out, bare))
+    )
     return Word("".join(out), not (expands or globbed or _braces(out, bare)))
 
 
@@ -212,7 +215,7 @@ def _parse(rule: Rule, name: str, words: list[Word], *, stop: bool = False) -> t
     """Split `words` by the rule's flag table the way getopt would; with `stop`, return at the first
     operand (the subcommand) and hand back the rest."""
     spec, plus = _spec(rule.flags or ""), _spec(rule.plus)
-    flags: list[tuple[str, str | None]] = []
+    flags: _Flags = []
     operands: list[Word] = []
     dashdash, i = False, 0
     while i < len(words):
@@ -250,7 +253,10 @@ def _next_value(name: str, flag: str, words: list[Word], i: int) -> str:
     return _literal(words[i], f"{name} {flag}")
 
 
-def _long(spec: _Spec, name: str, text: str, words: list[Word], i: int, flags: list) -> int:  # type: ignore[type-arg]
+_Flags = list[tuple[str, "str | None"]]
+
+
+def _long(spec: _Spec, name: str, text: str, words: list[Word], i: int, flags: _Flags) -> int:
     flag, eq, value = text.partition("=")
     if flag in spec.noarg and not eq:
         flags.append((flag, None))
@@ -266,7 +272,9 @@ def _long(spec: _Spec, name: str, text: str, words: list[Word], i: int, flags: l
     return i
 
 
-def _short(rule: Rule, spec: _Spec, sign: str, name: str, text: str, words: list[Word], i: int, flags: list) -> int:  # type: ignore[type-arg]
+def _short(
+    rule: Rule, spec: _Spec, sign: str, name: str, text: str, words: list[Word], i: int, flags: _Flags
+) -> int:
     j = 1
     while j < len(text):
         flag, rest = sign + text[j], text[j + 1 :]

@@ -464,7 +464,8 @@ _GIT: dict[str, Rule] = {
     "rev-list": Rule(_GIT_LOG + " --count --objects --no-object-names --timestamp", numeric=True),
     "shortlog": Rule(
         # shortlog's own --committer is a switch (group by committer), not log's --committer=PATTERN.
-        _GIT_REVS.replace(" --committer=", "") + " -n --numbered -s --summary -e --email --committer -w=? --group=",
+        _GIT_REVS.replace(" --committer=", "")
+        + " -n --numbered -s --summary -e --email --committer -w=? --group=",
         check=_check_git_shortlog,
     ),
     "branch": Rule(
@@ -552,7 +553,9 @@ _SYSTEMCTL = (
     "--no-pager --user --system -l --full -a --all -q --quiet -n= --lines= -t= --type= --state= -o="
     " --plain --no-legend -r --recursive -p= --property= --value"
 )
-_DOCKER_PS = Rule("-a --all -q --quiet -s --size -n= --last= -l --latest --no-trunc --format= -f= --filter=", 0)
+_DOCKER_PS = Rule(
+    "-a --all -q --quiet -s --size -n= --last= -l --latest --no-trunc --format= -f= --filter=", 0
+)
 _DOCKER_IMAGES = Rule("-a --all -q --quiet --digests --no-trunc --format= -f= --filter=", 1)
 _KUBECTL = "-n= --namespace= --context= --kubeconfig= --cluster="
 

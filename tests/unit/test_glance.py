@@ -107,7 +107,8 @@ async def test_the_wall_allows_exactly_what_expires_over_the_whole_corpus() -> N
         if denied:
             why = describe_refusal(command)
             assert why is not None
-            assert texts.GLANCE_REFUSAL.format(why=why) in decision["hookSpecificOutput"]["permissionDecisionReason"]
+            reason = decision["hookSpecificOutput"]["permissionDecisionReason"]
+            assert texts.GLANCE_REFUSAL.format(why=why) in reason
 
 
 def test_only_the_glance_module_parses_shell() -> None:
@@ -249,14 +250,18 @@ GOOD_SEGMENTS = [
     ["git", "status"], ["git", "log", "--oneline", "-5"], ["git", "diff", "--stat"], ["git", "branch", "-a"],
     ["ls", "-la"], ["cat", "README.md"], ["head", "-n", "5", "a.txt"], ["wc", "-l", "a.txt"], ["pwd"],
     ["grep", "-rn", "TODO", "src"], ["sort", "-u"], ["uniq", "-c"], ["echo", "---"], ["ps", "aux"],
-    ["jq", ".name", "p.json"], ["sed", "-n", "1,5p", "f.txt"], ["awk", "{print $1}"], ["tail", "-n", "3", "l"],
+    ["jq", ".name", "p.json"], ["sed", "-n", "1,5p", "f.txt"], ["awk", "{print $1}"],
+    ["tail", "-n", "3", "l"],
     ["find", ".", "-name", "*.py"], ["uname", "-a"], ["date", "+%s"], ["which", "python3"],
-    ["command", "-v", "git"], ["du", "-sh", "."], ["rg", "-n", "foo"], ["cut", "-d:", "-f1"], ["tr", "a-z", "A-Z"],
+    ["command", "-v", "git"], ["du", "-sh", "."], ["rg", "-n", "foo"], ["cut", "-d:", "-f1"],
+    ["tr", "a-z", "A-Z"],
 ]
 BAD_SEGMENTS = [
-    ["rm", "-rf", "build"], ["git", "commit", "-m", "x"], ["git", "push", "--force"], ["sed", "-i", "s/a/b/", "f"],
-    ["sort", "-o", "out", "in"], ["tee", "out.txt"], ["find", ".", "-delete"], ["git", "branch", "newb"],
-    ["tail", "-f", "log"], ["python3", "x.py"], ["curl", "http://x"], ["xargs", "rm"], ["git", "reset", "--hard"],
+    ["rm", "-rf", "build"], ["git", "commit", "-m", "x"], ["git", "push", "--force"],
+    ["sed", "-i", "s/a/b/", "f"], ["sort", "-o", "out", "in"], ["tee", "out.txt"], ["find", ".", "-delete"],
+    ["git", "branch", "newb"],
+    ["tail", "-f", "log"], ["python3", "x.py"], ["curl", "http://x"], ["xargs", "rm"],
+    ["git", "reset", "--hard"],
     ["uniq", "a", "b"], ["date", "-s", "now"], ["awk", "BEGIN{system(\"x\")}"], ["make"], ["npm", "install"],
     ["hostname", "evil"], ["env", "rm", "x"], ["git", "remote", "add", "o", "u"], ["mv", "a", "b"],
     ["sed", "-n", "w out", "f"], ["awk", "{print > \"f\"}"], ["git", "stash"], ["cd", "/"],
@@ -282,7 +287,9 @@ def _segment(tokens: list[str]) -> st.SearchStrategy[str]:
 
 GOOD = st.tuples(st.sampled_from(GOOD_SEGMENTS).flatmap(_segment), st.sampled_from(HARMLESS)).map("".join)
 BAD = st.one_of(
-    st.tuples(st.sampled_from(BAD_SEGMENTS).flatmap(_segment), st.sampled_from(HARMLESS + HARMFUL)).map("".join),
+    st.tuples(st.sampled_from(BAD_SEGMENTS).flatmap(_segment), st.sampled_from(HARMLESS + HARMFUL)).map(
+        "".join
+    ),
     st.tuples(st.sampled_from(GOOD_SEGMENTS).flatmap(_segment), st.sampled_from(HARMFUL)).map("".join),
     st.sampled_from(BAD_RAW),
 )
