@@ -6,9 +6,11 @@ meta entries, and results holding images or documents are never touched (S-20).
 
 **Ephemeral expiry** (on by default). A site is a successful `Bash` result whose command the glance
 predicate calls ephemeral (`flower.core.glance.is_ephemeral`, S-8: the same predicate that lets the
-coordinator run it). All sites but the newest `keep_recent` get one line naming the command and its age.
-Not spilled: re-running a glance is cheaper than reading an archive. Denied, interrupted and failed results
-are not sites (they are not snapshots of state; the residue rules own the first two).
+coordinator run it). All sites but the newest `keep_recent` get one line naming the command and its
+age, but only when their body is longer than that line: an expiry note never makes the history longer,
+so a tiny output (an `ls` of two files) keeps its body. Not spilled: re-running a glance is cheaper than
+reading an archive. Denied, interrupted and failed results are not sites (they are not snapshots of
+state; the residue rules own the first two).
 
 **Rounds.** A result's age is counted in rounds: real assistant messages (API replies, one per
 `message.id`, CLI-written `<synthetic>` ones excluded) on the same thread after the message that made the
@@ -22,8 +24,10 @@ the naming of the spill guard) and replaced by a pointer line. The spill folder 
 workspace so the agent's own Read reaches it.
 
 Idempotence: a body that already is a flower note (`texts.FLOWER_NOTE_PREFIX`) is never a trim site and is
-never rewritten again; an expired result still counts as a site, so `keep_recent` selects the same newest
-results on a second pass.
+never rewritten again; an expired result, and a short one that kept its body, still count as sites, so
+`keep_recent` selects the same newest results on a second pass. The "longer than the note" test measures
+the note with the widest age it could show (`_AGE_CEILING`), not the actual one: a second pass can count
+fewer rounds (denial pruning removes whole messages), and a kept body must not then expire.
 """
 
 from __future__ import annotations
@@ -53,15 +57,21 @@ __all__ = [
 ]
 
 _COMMAND_CHARS = 60
+_AGE_CEILING = 999_999
+"""The widest age an expiry note is measured with when deciding whether it is shorter than the body."""
 _HASH_CHARS = 16
 
 
 @dataclass(frozen=True)
 class EphemeralPolicy:
-    """Expiry of stale glance results (S-19.1)."""
+    """Expiry of stale glance results (S-19.1).
+
+    A glance result older than the newest `keep_recent` is replaced by a one-line note only when its body is
+    longer than that note; shorter bodies stay as they are, so expiry never makes the history longer.
+    """
 
     keep_recent: int = 6
-    """How many of the newest glance results keep their body."""
+    """How many of the newest glance results keep their body (short results count among them too)."""
     predicate: Callable[[str], bool] | None = None
     """Which Bash commands expire; None means `flower.core.glance.is_ephemeral` (S-8: one predicate for
     "the coordinator may run it" and "its result expires")."""
@@ -111,6 +121,19 @@ def _rounds(age: int) -> str:
     return "1 round" if age == 1 else f"{age} rounds"
 
 
+def _expiry_note(command: str, age: int, body: str) -> str | None:
+    """The note replacing `body`, or None when `body` stays: already a note, or not longer than the note.
+
+    Measured against the note at its widest age too, so a later pass that counts fewer rounds decides alike.
+    """
+    if body.startswith(texts.FLOWER_NOTE_PREFIX):
+        return None
+    short = _short_command(command)
+    note = texts.EXPIRED_RESULT.format(command=short, age=_rounds(age))
+    widest = texts.EXPIRED_RESULT.format(command=short, age=_rounds(_AGE_CEILING))
+    return note if len(body) > max(len(note), len(widest)) else None
+
+
 def plan_expiry(
     entries: list[Entry],
     index: TranscriptIndex,
@@ -146,9 +169,9 @@ def plan_expiry(
         if verdicts[command]:
             sites.append((result.entry, result.block, command, text, index.age(use)))
     for position, number, command, text, age in _newest_excluded(sites, policy.keep_recent):
-        if text.startswith(texts.FLOWER_NOTE_PREFIX):
+        note = _expiry_note(command, age, text)
+        if note is None:
             continue
-        note = texts.EXPIRED_RESULT.format(command=_short_command(command), age=_rounds(age))
         block = entries[position]["message"]["content"][number]
         plan.blocks[(position, number)] = {**block, "content": note}
         plan.note(

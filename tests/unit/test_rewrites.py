@@ -59,13 +59,18 @@ def rewritten(entries: list[dict[str, Any]], **kw: Any) -> tuple[list[dict[str, 
     return out, report
 
 
+def glance_out(n: int) -> str:
+    """A glance body well longer than any expiry note (short bodies never expire)."""
+    return f"out-{n}\n" + "\tmodified:   src/module.py\n" * 12
+
+
 def glances(t: Transcript, count: int, command: str = "git status") -> list[str]:
-    """`count` rounds, each one Bash call of `command` and its result `out-<n>`."""
+    """`count` rounds, each one Bash call of `command` and its result `glance_out(n)`."""
     calls = []
     for n in range(count):
         call = f"toolu_g{len(t.entries):04d}"
         t.assistant(bash(call, command))
-        t.result(call, f"out-{n}")
+        t.result(call, glance_out(n))
         calls.append(call)
     return calls
 
@@ -105,7 +110,7 @@ def test_expiry_keeps_newest_six_and_names_command_and_age() -> None:
     # call 0 was made in round 1 of 9 real assistant messages: 8 rounds since; call 1: 7 rounds.
     assert result_body(out, calls[0]) == texts.EXPIRED_RESULT.format(command="git status", age="8 rounds")
     assert result_body(out, calls[1]) == texts.EXPIRED_RESULT.format(command="git status", age="7 rounds")
-    assert [result_body(out, c) for c in calls[2:]] == [f"out-{n}" for n in range(2, 8)]
+    assert [result_body(out, c) for c in calls[2:]] == [glance_out(n) for n in range(2, 8)]
     assert calls_in(out) == calls and [e["uuid"] for e in out] == [e["uuid"] for e in t.entries]
     assert (report.expired, [d.tool_use_id for d in report.details]) == (2, calls[:2])
     assert validate(out) == []
@@ -117,7 +122,7 @@ def test_expiry_counts_a_split_message_once_and_skips_synthetic_messages() -> No
     t = Transcript()
     t.prompt("go")
     t.assistant(bash("toolu_old", "git status"))
-    t.result("toolu_old", "clean")
+    t.result("toolu_old", glance_out(0))
     t.assistant(
         thinking(), text("looking"), tool_use("toolu_r", "Read", file_path="/a")
     )  # one round, 3 entries
@@ -175,6 +180,48 @@ def test_expiry_shortens_long_and_multiline_commands() -> None:
         and "\N{HORIZONTAL ELLIPSIS}`" in body
     )
     assert "1 round ago" in body
+
+
+def test_expiry_never_makes_the_history_longer() -> None:
+    """S-19.1: a glance body no longer than its note keeps its body (a tiny `ls`); a long one expires.
+    Short results still count among the newest `keep_recent`."""
+    t = Transcript()
+    t.prompt("look")
+    t.assistant(bash("toolu_tiny", "ls"))
+    t.result("toolu_tiny", "a.txt\nb.txt")
+    t.assistant(bash("toolu_long", "ls"))
+    listing = "\n".join(f"file_{n:03d}.py" for n in range(40))
+    t.result("toolu_long", listing)
+    t.assistant(bash("toolu_new", "ls"))
+    t.result("toolu_new", "c.txt")
+    t.assistant(text("done"))
+    out, report = rewritten(t.entries, ephemeral=EphemeralPolicy(keep_recent=1, predicate=glance))
+    note = texts.EXPIRED_RESULT.format(command="ls", age="2 rounds")
+    assert result_body(out, "toolu_tiny") == "a.txt\nb.txt"
+    assert result_body(out, "toolu_long") == note and len(note) < len(listing)
+    assert result_body(out, "toolu_new") == "c.txt"
+    saved = [(d.tool_use_id, d.chars_saved) for d in report.details]
+    assert saved == [("toolu_long", len(listing) - len(note))]
+
+
+def test_expiry_decision_survives_a_pass_that_counts_fewer_rounds() -> None:
+    """Idempotence: denial pruning removes whole messages, so a second pass sees a smaller age (10 -> 9
+    rounds: a note one char shorter). A body kept on the first pass must not expire on the second."""
+    t = Transcript()
+    t.prompt("go")
+    t.assistant(bash("toolu_edge", "ls"))
+    one_digit = texts.EXPIRED_RESULT.format(command="ls", age="9 rounds")
+    t.result("toolu_edge", "x" * (len(one_digit) + 1))
+    for n in range(2):
+        t.assistant(bash(f"toolu_d{n}", "rm -rf /"))
+        t.denial(f"toolu_d{n}")
+    for n in range(7):
+        t.assistant(text(f"step {n}"))
+    t.assistant(bash("toolu_last", "ls"))
+    t.result("toolu_last", glance_out(0))
+    once, report = rewritten(t.entries, ephemeral=EphemeralPolicy(keep_recent=1, predicate=glance))
+    assert report.denials_dropped == 1 and report.expired == 0
+    assert result_body(once, "toolu_edge") == "x" * (len(one_digit) + 1)
 
 
 def test_expiry_default_predicate_is_glance() -> None:
