@@ -53,6 +53,8 @@ from flower.stores._common import Migration, TranscriptKey
 __all__ = ["MIGRATIONS", "PostgresSessionStore"]
 
 _NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+_CHUNK = 1000
+"""Rows fetched per round trip when loading a transcript."""
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -145,6 +147,7 @@ class PostgresSessionStore(SessionStore):
         self._open_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._sync_conn: psycopg.Connection[Any] | None = None
         self._sync_lock = threading.Lock()
+        self._closing: set[asyncio.Task[None]] = set()  # pool closes scheduled by a sync close()
 
     def __repr__(self) -> str:
         return f"PostgresSessionStore({self.where})"
@@ -170,13 +173,17 @@ class PostgresSessionStore(SessionStore):
                 await self._fold(conn, tkey, fresh, mtime)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
-        async with self._connection() as conn:
-            rows = await (await conn.execute(self._q["load"], tuple(TranscriptKey.of(key)))).fetchall()
-        if not rows:
-            return None  # a transcript row always has entries: no rows means never written
-        if len(rows) < 2000:
-            return [json.loads(payload) for (payload,) in rows]
-        return await anyio.to_thread.run_sync(lambda: [json.loads(payload) for (payload,) in rows])
+        # A server-side cursor streams the rows in chunks: a 100k-entry session never sits in memory twice
+        # (raw rows and parsed entries), and each chunk is parsed off the event loop.
+        entries: list[SessionStoreEntry] = []
+        async with self._transaction() as conn, conn.cursor(name="flower_load") as cursor:
+            await cursor.execute(self._q["load"], tuple(TranscriptKey.of(key)))
+            while rows := await cursor.fetchmany(_CHUNK):
+                if len(rows) < 100:
+                    entries += _parse(rows)
+                else:
+                    entries += await anyio.to_thread.run_sync(_parse, rows)
+        return entries or None  # a transcript row always has entries: none means never written
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         rows = await self._fetch("sessions", (project_key,))
@@ -202,9 +209,12 @@ class PostgresSessionStore(SessionStore):
     # -- sync helpers (runtime, report, preview) -------------------------------------------------------
 
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
-        with self._sync() as conn:
-            rows = conn.execute(self._q["load"], tuple(TranscriptKey.of(key))).fetchall()
-        return [json.loads(payload) for (payload,) in rows] if rows else None
+        entries: list[SessionStoreEntry] = []
+        with self._sync() as conn, conn.transaction(), conn.cursor(name="flower_load") as cursor:
+            cursor.execute(self._q["load"], tuple(TranscriptKey.of(key)))
+            while rows := cursor.fetchmany(_CHUNK):
+                entries += _parse(rows)
+        return entries or None
 
     def has_session(self, session_id: str, project_key: str | None = None) -> bool:
         """Whether a main transcript with this id exists (in `project_key`, or in any project)."""
@@ -246,12 +256,34 @@ class PostgresSessionStore(SessionStore):
         self._pool = self._pool_loop = None
         if pool is not None and loop is asyncio.get_running_loop():
             await pool.close()
+        self._close_sync()
+
+    def close(self) -> None:
+        """Close without awaiting: the sync connection now, the pool as far as its event loop allows.
+
+        Prefer `await aclose()` in async code. Here a pool whose loop is running gets its close scheduled
+        on that loop; a pool whose loop has finished is dropped (its connections close when collected).
+        """
+        pool, loop = self._pool, self._pool_loop
+        self._pool = self._pool_loop = None
+        if pool is not None and loop is not None and not loop.is_closed():
+            if loop.is_running():
+
+                def schedule() -> None:
+                    task = loop.create_task(pool.close())
+                    self._closing.add(task)  # a strong reference until done: asyncio keeps only weak ones
+                    task.add_done_callback(self._closing.discard)
+
+                loop.call_soon_threadsafe(schedule)
+            else:
+                loop.run_until_complete(pool.close())
+        self._close_sync()
+
+    def _close_sync(self) -> None:
         with self._sync_lock:
             if self._sync_conn is not None:
                 self._sync_conn.close()
                 self._sync_conn = None
-
-    close = aclose
 
     async def __aenter__(self) -> PostgresSessionStore:
         await self.open()
@@ -411,6 +443,10 @@ def _schema_version(conn: psycopg.Connection[Any], schema: str, where: str) -> i
 
 
 # -- small helpers ------------------------------------------------------------------------------------
+
+
+def _parse(rows: list[tuple[str]]) -> list[SessionStoreEntry]:
+    return [json.loads(payload) for (payload,) in rows]
 
 
 async def _one(cursor: psycopg.AsyncCursor[Any]) -> tuple[Any, ...]:

@@ -192,6 +192,25 @@ def test_one_store_serves_successive_event_loops(server: str, schema: str) -> No
     asyncio.run(opened.aclose())
 
 
+def test_sync_close_works_inside_and_outside_an_event_loop(server: str, schema: str) -> None:
+    """`close()` never leaves a coroutine unawaited; the store reopens on next use."""
+    opened = PostgresSessionStore(server, schema=schema)
+    asyncio.run(opened.append(KEY, [user("u1", "one")]))
+    opened.close()  # the pool's loop has finished
+    assert opened.load_sync(KEY) == [user("u1", "one")]
+
+    async def inside() -> list[Any] | None:
+        await opened.append(KEY, [user("u2", "two")])
+        opened.close()  # the pool's loop is this running one: its close is scheduled on it
+        await asyncio.sleep(0.1)
+        assert not opened._closing  # the scheduled close has run
+        loaded = await opened.load(KEY)
+        await opened.aclose()
+        return loaded
+
+    assert asyncio.run(inside()) == [user("u1", "one"), user("u2", "two")]
+
+
 # -- errors a user can cause ---------------------------------------------------------------------------
 
 
