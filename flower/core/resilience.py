@@ -28,7 +28,7 @@ Kind = Literal["fatal", "transient", "unknown"]
 _FATAL_STATUS = {400, 401, 403, 404, 413}
 _TRANSIENT_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 _FATAL = re.compile(r"authenticat|invalid.?request|invalid api key|permission|budget|not.?found|"
-                    r"credit balance|unauthori[sz]ed|forbidden", re.IGNORECASE)
+                    r"credit balance|unauthori[sz]ed|forbidden|no conversation found", re.IGNORECASE)
 _TRANSIENT = re.compile(r"overloaded|connection|ECONNRESET|ECONNREFUSED|socket|timed? ?out|timeout|"
                         r"rate.?limit|server.?error|temporar|network|unavailable|api_error", re.IGNORECASE)
 _STATUS = re.compile(r"\b(4\d\d|5\d\d)\b")

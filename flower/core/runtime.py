@@ -159,6 +159,7 @@ class Runtime:
         placement: Placement = "user",
         env: Mapping[str, str] | None = None,
         run_id: str | None = None,
+        project: str | None = None,
     ) -> None:
         from flower.core.workbench import Workbench
 
@@ -177,18 +178,23 @@ class Runtime:
         self.placement: Placement = placement
         self.env = dict(env or {})
         self.run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
-        self.store = self._make_store(store, trim=trim, ephemeral=ephemeral, keep_denials=keep_denials)
+        self.store = self._make_store(store, project, trim=trim, ephemeral=ephemeral, keep_denials=keep_denials)
         self._client: ClaudeSDKClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._interrupt: str | None = None
 
-    def _make_store(self, store: SessionStore | None, **policies: Any) -> SessionStore:
+    def _make_store(self, store: SessionStore | None, project: str | None, **policies: Any) -> SessionStore:
+        """The rewriting layer over the injected store (SQLite in run_dir by default); with `project`, every
+        session lives under that one project key, so machines with other checkout paths can resume it."""
         from flower.stores.rewrite import RewritingSessionStore
+        from flower.stores.scoped import ProjectScopedStore
         from flower.stores.sqlite import SqliteSessionStore
 
-        base = store if store is not None else SqliteSessionStore(self.run_dir / "sessions.db")
+        base: Any = store if store is not None else SqliteSessionStore(self.run_dir / "sessions.db")
         if isinstance(base, RewritingSessionStore):
             return base
+        if project is not None:
+            base = ProjectScopedStore(base, project)
         return RewritingSessionStore(base, workspace=self.workspace, **policies)
 
     # --- public ---------------------------------------------------------------------------------
