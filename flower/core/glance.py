@@ -94,7 +94,7 @@ def _spec(text: str) -> _Spec:
 # --- words -------------------------------------------------------------------------------------
 
 _SIMPLE_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]")
-_GAP = re.compile(r"(?:[ \t\r\n]|\\\n|#[^\n]*)*")
+_GAP = re.compile(r"(?:[ \t\n]|\\\n|#[^\n]*)*")  # bash blanks only: \r is a word character
 _UNEXPECTED_BARE = set("|&;<>()`") | {" ", "\t", "\n"}
 
 
@@ -210,6 +210,8 @@ _KINDS = {
 
 # --- flags -------------------------------------------------------------------------------------
 
+_Flags = list[tuple[str, "str | None"]]
+
 
 def _parse(rule: Rule, name: str, words: list[Word], *, stop: bool = False) -> tuple[Args, list[Word]]:
     """Split `words` by the rule's flag table the way getopt would; with `stop`, return at the first
@@ -222,7 +224,9 @@ def _parse(rule: Rule, name: str, words: list[Word], *, stop: bool = False) -> t
         word = words[i]
         i += 1
         if dashdash or (rule.posix and operands):
-            if not word.literal and (rule.max_operands is not None or not operands and not dashdash):
+            # Past `--` (or past awk's program) a word is an operand whatever bash makes of it; only a
+            # bounded operand count, or a check reading it (which insists on literals), still cares.
+            if not word.literal and rule.max_operands is not None:
                 raise _Refuse("expansion", f"{name} {word.value}")
             operands.append(word)
             continue
@@ -251,9 +255,6 @@ def _next_value(name: str, flag: str, words: list[Word], i: int) -> str:
     if i >= len(words):
         raise _Refuse("flag", f"{name} {flag}")
     return _literal(words[i], f"{name} {flag}")
-
-
-_Flags = list[tuple[str, "str | None"]]
 
 
 def _long(spec: _Spec, name: str, text: str, words: list[Word], i: int, flags: _Flags) -> int:
@@ -426,7 +427,10 @@ def _verdict(command: str) -> str | None:
         _check_gaps(command, 0, len(command), trees)
         return None
     except _Refuse as refusal:
-        return texts.GLANCE_WHY[refusal.code].format(what=refusal.what)
+        # One line, and short: it lands in the coordinator's context. A stray \r is the usual culprit
+        # when `git status\r` is refused, so it stays visible.
+        what = " ".join(refusal.what.replace("\r", "\\r").split())
+        return texts.GLANCE_WHY[refusal.code].format(what=what if len(what) <= 60 else what[:57] + "...")
     except Exception:
         return texts.GLANCE_WHY["parse"]
 

@@ -363,9 +363,12 @@ def _find_words(name: str, words: list[Word]) -> None:
 
 
 def _check_tail(args: Args) -> None:
-    # `tail +5f FILE` is coreutils' obsolete spelling of "from line 5, follow forever".
+    # coreutils still reads obsolete forms: `tail +5f FILE` (from line 5, follow forever) and `tail -cf FILE`
+    # (last bytes, follow), which a getopt reading would take for a file `+5f` and `-c` with value `f`.
     if any(w.value.startswith("+") for w in args.operands):
         raise Refusal("flag", "tail +N")
+    if ("-c", "f") in args.flags:
+        raise Refusal("flag", "tail -cf")
 
 
 def _check_date(args: Args) -> None:
@@ -557,7 +560,8 @@ _DOCKER_PS = Rule(
     "-a --all -q --quiet -s --size -n= --last= -l --latest --no-trunc --format= -f= --filter=", 0
 )
 _DOCKER_IMAGES = Rule("-a --all -q --quiet --digests --no-trunc --format= -f= --filter=", 1)
-_KUBECTL = "-n= --namespace= --context= --kubeconfig= --cluster="
+# No --kubeconfig: a kubeconfig can name an `exec` credential plugin, so choosing the file runs a program.
+_KUBECTL = "-n= --namespace= --context= --cluster="
 
 _BLIND = Rule(None)
 _TABLE: dict[str, Rule] = {
@@ -615,8 +619,8 @@ _TABLE: dict[str, Rule] = {
     "file": Rule(
         "-b --brief -c --checking-printout -E -e= --exclude= --exclude-quiet= -F= --separator= -f="
         " --files-from= -h --no-dereference -i --mime --mime-type --mime-encoding -k --keep-going -l"
-        " --list -L --dereference -m= --magic-file= -N --no-pad -n --no-buffer -0 --print0 -p"
-        " --preserve-date -P= --parameter= -r --raw -s --special-files -z --uncompress -Z"
+        " --list -L --dereference -m= --magic-file= -N --no-pad -n --no-buffer -0 --print0"
+        " -P= --parameter= -r --raw -s --special-files -z --uncompress -Z"
         " --uncompress-noreport --extension --apple -d -v --version --help"
     ),
     "rg": Rule(
