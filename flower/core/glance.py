@@ -12,8 +12,8 @@ Invariants.
   all refuse. `is_ephemeral` never raises; an exception inside the judge means "not a glance".
 - Every simple command of every list, pipeline and newline-separated line is judged. One bad
   segment refuses the whole command.
-- Allow-lists only. `COMMANDS` maps each allowed command to a `Rule` naming the flags (and git/docker
-  subcommands) it may use. A flag missing from its table is refused, which also refuses GNU long
+- Allow-lists only. `COMMANDS` (tables in `flower.core.glance_rules`) maps each allowed command to a
+  `Rule` naming the flags (and git/docker subcommands) it may use. A flag missing from its table is refused, which also refuses GNU long
   option abbreviations (`sort --out=f` means `--output=f`) and options added by later versions.
 - The judge never runs anything and keeps no state but an LRU cache of verdicts.
 

@@ -485,7 +485,7 @@ _GIT: dict[str, Rule] = {
         },
     ),
     "worktree": Rule(bare=False, subcommands={"list": Rule("--porcelain -v --verbose -z --expire=", 0)}),
-    "remote": Rule("-v --verbose", 0, subcommands={"get-url": Rule("--push --all", 1)}),
+    "remote": Rule("-v --verbose", subcommands={"get-url": Rule("--push --all", 1)}),
     "reflog": Rule(_GIT_LOG, numeric=True, subcommands={"show": _GIT_REVIEW}),
     "rev-parse": Rule(
         "--git-dir --git-common-dir --show-toplevel --show-prefix --show-cdup"
