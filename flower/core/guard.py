@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from claude_agent_sdk import HookMatcher
+from claude_agent_sdk import HookMatcher, PermissionResultAllow, PermissionResultDeny
 
 from flower.core import texts
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HANDS_ON",
     "Hooks",
+    "approve_unattended",
     "delegate_guard",
     "merge_hooks",
     "spec_guards",
@@ -100,6 +101,19 @@ def whitelist_guard(allowed: Iterable[str], *, name: str = "this agent") -> Hook
         return _deny(texts.WHITELIST_DENIAL.format(tool=input_data.get("tool_name"), name=name))
 
     return HookMatcher(matcher="|".join(banned), hooks=[guard])
+
+
+async def approve_unattended(tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
+    """`can_use_tool` for unattended runs: nobody is there to click "allow".
+
+    A subagent's call is approved: the CLI only offers a subagent the tools of its definition, and the
+    walls (hooks) have already run. A main-thread call that would need a human is denied with a reason,
+    instead of being rejected as "needs approval" and retried for ever. Needs streaming mode
+    (`ClaudeSDKClient`), which is why `Runtime` installs it and `build_options` does not.
+    """
+    if getattr(context, "agent_id", None):
+        return PermissionResultAllow()
+    return PermissionResultDeny(message=texts.UNATTENDED_DENIAL.format(tool=tool_name))
 
 
 def merge_hooks(*groups: Mapping[str, Iterable[HookMatcher]] | None) -> Hooks:

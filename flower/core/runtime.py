@@ -19,11 +19,13 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import json
 import os
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -33,6 +35,7 @@ from typing import Any, Literal
 import anyio
 from claude_agent_sdk import (
     AssistantMessage,
+    CanUseToolShadowedWarning,
     ClaudeSDKClient,
     HookMatcher,
     ResultMessage,
@@ -45,6 +48,7 @@ from flower.core import texts
 from flower.core.agent import AgentSpec, build_options
 from flower.core.compact import CompactPolicy
 from flower.core.events import Event, OnEvent, emit, to_events
+from flower.core.guard import approve_unattended
 from flower.core.handoff import ContextMeter, HandoffPolicy, degraded_handoff, is_context_overflow, parse_handoff, save_handoff
 from flower.core.resilience import RetryPolicy, classify, wait_for_endpoint
 from flower.errors import ConfigError
@@ -340,19 +344,25 @@ class Runtime:
         threshold = self.threshold(spec)
         stop_hook = self._stop_hook(attempt, seen_calls) if threshold is not None else None
         options = self._options(spec, resume, fork, stop_hook)
+        client: ClaudeSDKClient | None = None
         try:
-            async with ClaudeSDKClient(options) as client:
-                self._client, self._loop = client, asyncio.get_running_loop()
-                await client.query(message)
-                await self._receive(client, attempt, meter, seen_calls, threshold, on_event)
-                if attempt.interrupted or attempt.error is not None:
-                    return attempt
-                if attempt.crossed and threshold is not None:
-                    await self._ask_handoff(client, attempt, on_event)
+            with warnings.catch_warnings():
+                # Shadowing the approver for Agent/Read/... is intended: it only decides what would need a human.
+                warnings.simplefilter("ignore", CanUseToolShadowedWarning)
+                client = ClaudeSDKClient(options)
+                await client.connect()
+            self._client, self._loop = client, asyncio.get_running_loop()
+            await client.query(message)
+            await self._receive(client, attempt, meter, seen_calls, threshold, on_event)
+            if attempt.crossed and threshold is not None and not attempt.interrupted and attempt.error is None:
+                await self._ask_handoff(client, attempt, on_event)
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
             attempt.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
         finally:
             self._client = None
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    await client.disconnect()
         return attempt
 
     async def _receive(
@@ -439,12 +449,14 @@ class Runtime:
             spill_guard(wb, self.spill_threshold) if wb is not None else None,
             {"PostToolUse": [stop_hook]} if stop_hook is not None else None,
         )
-        return build_options(
+        options = build_options(
             spec, cwd=self.workspace, session_store=self.store, resume=resume, fork=fork,
             prelude=wb.system_append(self.placement) if wb is not None else "",
             add_dirs=[wb.root] if wb is not None and wb.external else (), portable=self.portable,
             hooks=hooks, artifacts=wb.artifacts if wb is not None else None, env=env,
         )
+        options.can_use_tool = approve_unattended
+        return options
 
     def _record(self, result: StepResult) -> None:
         append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result)})

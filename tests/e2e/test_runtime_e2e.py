@@ -179,3 +179,26 @@ async def test_interrupt_during_a_long_tool_call_resumes_with_the_note(
     assert result.ok and result.text == "resumed after the interrupt"
     last = scripted_api.requests[-1].last_user_text()
     assert "interrupted on purpose" in last and "USE-THE-CACHE-INSTEAD" in last
+
+
+async def test_workers_act_unattended_even_without_glance(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """With glance off, Bash is not approved session-wide; the runtime's approver lets the worker act
+    (otherwise "requires approval" with nobody to ask) while the main thread stays walled."""
+    from flower.core.roles import coordinator, worker
+
+    made = workspace / "made.txt"
+    scripted_api.script(
+        [tool_use("Bash", {"command": "ls"}),
+         tool_use("Agent", {"description": "d", "prompt": "SUBX: make it", "subagent_type": "w",
+                            "run_in_background": False}),
+         text("done")],
+        subagents={"SUBX": [tool_use("Bash", {"command": f"touch {made} && python3 -c 'print(41 + 1)'"}),
+                            text("made")]},
+    )
+    spec = coordinator("lead", "goal", {"w": worker("works", "You work.", tools=["Bash", "Read"])}, glance=False)
+    result = await runtime(scripted_api, tmp_path, workspace).run(spec, "go")
+    assert result.ok
+    assert "Dispatch a subagent" in scripted_api.main_requests[1].result_text()  # even ls is walled
+    assert made.exists() and "42" in scripted_api.subagent_requests()[-1].result_text()
