@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import sqlite3
@@ -14,6 +15,7 @@ from claude_agent_sdk.testing import run_session_store_conformance
 from claude_agent_sdk.types import SessionKey
 
 from flower.errors import StoreError
+from flower.stores import _common
 from flower.stores import sqlite as sqlite_module
 from flower.stores.sqlite import Migration, SqliteSessionStore
 
@@ -237,6 +239,22 @@ def test_last_context_counts_one_api_message_once(store: SqliteSessionStore) -> 
     assert store.last_context(SUB) is None
 
 
+def test_api_usages_yield_each_api_message_once_with_its_final_usage() -> None:
+    """F-337: usage is per API message; parallel tool results between a reply's entries do not split it."""
+    partial = {"input_tokens": 10, "output_tokens": 1}
+    final = {"input_tokens": 10, "output_tokens": 50}
+    entries = [
+        assistant("a1", "msg_1", partial),
+        user("r1", "result of the first parallel call"),
+        assistant("a2", "msg_1", final),
+        assistant("a3", "msg_2", {"input_tokens": 70}),
+        assistant("a4", "syn", {"input_tokens": 0}, model="<synthetic>"),
+        assistant("a5", "msg_side", {"input_tokens": 5}, isSidechain=True),
+    ]
+    assert _common.api_usages(entries) == [("msg_1", final), ("msg_2", {"input_tokens": 70})]
+    assert _common.last_context(reversed(entries)) == 70
+
+
 @pytest.mark.anyio
 async def test_the_clock_is_shared_by_every_store_on_a_file(tmp_path: Path) -> None:
     """mtime is strictly increasing across stores (processes) writing one file, and across sessions."""
@@ -266,7 +284,7 @@ def _writer(path: str, writer: int, count: int, start: Any) -> None:
     while n < count:
         size = min(rng.randint(1, 60), count - n)
         batch = [
-            {"type": "user", "uuid": f"w{writer}-{i}", "writer": writer, "n": i, "timestamp": "2026-01-01T00:00:00Z"}
+            {"type": "user", "uuid": f"w{writer}-{i}", "writer": writer, "n": i, "customTitle": f"w{writer}-{i}"}
             for i in range(n, n + size)
         ]
         store.append_sync(KEY, batch)
@@ -297,8 +315,10 @@ def test_four_processes_appending_concurrently_lose_nothing_and_keep_each_writer
             assert [e["n"] for e in loaded if e["writer"] == w] == list(range(2000))
         interleaved = sum(1 for a, b in zip(loaded, loaded[1:]) if a["writer"] != b["writer"])
         assert interleaved > 3  # the writers really ran at the same time
-        [summary] = store._read(lambda c: c.execute("SELECT COUNT(*) FROM summaries").fetchall())
-        assert summary == (1,)
+        # Every batch was folded, in commit order: the summary equals one fold over the whole transcript.
+        [summary] = asyncio.run(store.list_session_summaries(KEY["project_key"]))
+        assert summary["data"] == fold_session_summary(None, KEY, loaded)["data"]
+        assert summary["data"]["custom_title"] == loaded[-1]["customTitle"]
 
 
 def _opener(path: str, start: Any) -> None:
