@@ -120,7 +120,7 @@ def _agent(kind: str, marker: str, goal: str) -> Any:
 def _script(repo: Path, wb: Path) -> tuple[list[Any], dict[str, list[Any]]]:
     check = wb / "scripts" / "check_mean.py"
     main = [
-        tool_use("Bash", {"command": "git status --short && ls", "description": "glance at the repo"}),
+        tool_use("Bash", {"command": "git status --short && ls -la && ls -la calc", "description": "glance at the repo"}),
         tool_use("Bash", {"command": "python3 run_tests.py", "description": "run the tests"}),
         _agent("tester", "TESTER-TASK", "run the suite and find why it fails. Done when the cause is named."),
         tool_use("Write", {"file_path": str(wb / "notes" / "cause.md"), "content": "mean divides by n-1"}),
