@@ -1,0 +1,178 @@
+"""Starting a run from the command line: the spec, the credentials, the environment, the live view.
+
+Invariants:
+- A spec target is `FILE.py:ATTR` or `module:attr`; whatever the user's code raises while loading becomes one
+  `ConfigError` line naming the file or module (the CLI prints it; no traceback).
+- A real run refuses to start without credentials, unless ANTHROPIC_BASE_URL points at a local fake API.
+- The runtime gets this process's relevant environment explicitly (ANTHROPIC_*, CLAUDE_*, HOME, proxies).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import click
+from rich.console import Console
+
+from flower.errors import ConfigError, FlowerError
+
+__all__ = ["check_credentials", "cli_env", "execute", "load_spec", "read_prompt"]
+
+CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+PROVIDERS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_ENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "DISABLE_", "FLOWER_")
+_ENV_NAMES = frozenset(
+    {"HOME", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
+)
+
+
+# --- loading a spec -------------------------------------------------------------------------------
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def _import_file(path: Path) -> Any:
+    if not path.is_file():
+        raise ConfigError(f"spec file {path} not found")
+    name = f"flower_spec_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot load {path} as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.resolve().parent))  # so the spec file can import its neighbours
+    try:
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except FlowerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's code: any failure is one line naming the file
+        raise ConfigError(f"cannot load {path}: {_first_line(exc)}") from None
+    finally:
+        sys.path.remove(str(path.resolve().parent))
+    return module
+
+
+def _import_module(name: str) -> Any:
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(name)
+    except FlowerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's module, as above
+        raise ConfigError(f"cannot import module {name}: {_first_line(exc)}") from None
+    finally:
+        sys.path.remove(os.getcwd())
+
+
+def load_spec(target: str) -> Any:
+    """The `AgentSpec` named by `FILE.py:ATTR` or `module:attr` (or returned by a zero-argument callable)."""
+    from flower.core.agent import AgentSpec
+
+    source, sep, attr = target.rpartition(":")
+    if not sep or not source or not attr:
+        raise ConfigError(f"run target {target!r} must look like FILE.py:ATTR or module:attr")
+    is_file = source.endswith(".py") or os.sep in source or Path(source).is_file()
+    value = _import_file(Path(source)) if is_file else _import_module(source)
+    for part in attr.split("."):
+        if not hasattr(value, part):
+            raise ConfigError(f"{source} has no attribute {attr!r}")
+        value = getattr(value, part)
+    if not isinstance(value, AgentSpec) and callable(value):
+        try:
+            value = value()
+        except FlowerError:
+            raise
+        except TypeError as exc:
+            raise ConfigError(
+                f"{target} must be an AgentSpec or a callable taking no arguments ({exc})"
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - the user's factory, as above
+            raise ConfigError(f"{target}() failed: {_first_line(exc)}") from None
+    if not isinstance(value, AgentSpec):
+        raise ConfigError(f"{target} is a {type(value).__name__}, not an AgentSpec")
+    return value
+
+
+# --- running --------------------------------------------------------------------------------------
+
+
+def check_credentials(env: Mapping[str, str]) -> None:
+    """Refuse a run that could only fail at the API: no key or token, and no local fake endpoint."""
+    if any(env.get(name) for name in CREDENTIALS):
+        return
+    if any(env.get(name, "").lower() in ("1", "true") for name in PROVIDERS):
+        return
+    base = env.get("ANTHROPIC_BASE_URL") or ""
+    if urlsplit(base if "//" in base else f"//{base}").hostname in LOCAL_HOSTS:
+        return
+    raise ConfigError(
+        "no credentials: set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN "
+        "(or point ANTHROPIC_BASE_URL at a local fake API, e.g. flower.testing)"
+    )
+
+
+def cli_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The part of this process's environment the Claude Code CLI needs, passed on explicitly."""
+    source = os.environ if env is None else env
+    return {k: v for k, v in source.items() if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES}
+
+
+def read_prompt(prompt: str | None) -> str:
+    if prompt is None or prompt == "-":
+        stream = sys.stdin
+        if stream.isatty():
+            click.echo("type the prompt, then Ctrl-D:", err=True)
+        prompt = stream.read()
+    if not prompt.strip():
+        raise ConfigError("empty prompt: give --prompt TEXT or pipe it on stdin")
+    return prompt
+
+
+def _summary(result: Any, threshold: int | None, run_dir: Path) -> str:
+    from flower.live import format_elapsed, format_tokens
+
+    mark = "+ done" if result.ok else "x failed"
+    limit = f"/{format_tokens(threshold)}" if threshold else ""
+    return (
+        f"{mark} {result.step} | ${result.cost_usd:.4f} | {result.num_turns} turns | "
+        f"{format_elapsed(result.duration)} | context {format_tokens(result.context)}{limit} | "
+        f"session {result.session_id or '-'} | run dir {run_dir}"
+    )
+
+
+def execute(
+    spec: Any, prompt: str, *, workspace: str, run_dir: str, store: str | None, resume: str | None
+) -> None:
+    import anyio
+
+    from flower._rundata import close_store, open_store
+    from flower.core.runtime import Runtime
+    from flower.live import LiveView
+
+    check_credentials(os.environ)
+    base = open_store(store, None, create=True) if store else None
+    runtime = Runtime(workspace, run_dir=run_dir, store=base, env=cli_env())
+    try:
+        find = getattr(runtime.store, "find_session", None)
+        if resume and callable(find) and find(resume) is None:
+            raise ConfigError(f"unknown session {resume}: nothing to resume")
+        threshold = runtime.threshold(spec)
+        with LiveView(threshold=threshold, console=Console(highlight=False)) as view:
+            result = anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=view.update))
+        click.echo(_summary(result, threshold, runtime.run_dir))
+    finally:
+        close_store(runtime.store)
+    if not result.ok:
+        raise FlowerError(f"step {result.step} failed: {result.error or 'no result'}")

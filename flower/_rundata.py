@@ -1,0 +1,320 @@
+"""Reading a run back from disk for `flower report`, `preview` and `sessions`.
+
+A run is a run dir (`manifest.json`, `sessions.db`) or any session store (`--store`, a SQLite path or a
+`postgresql://` DSN), plus the workbench the runtime used. Everything here only reads; the analysis is pure
+and lives in `flower.report` / `flower.preview`.
+
+Invariants:
+- Opening a store for reading never creates one: a missing SQLite file is a `StoreError` naming it.
+- Sessions come in manifest order (each step's retired generations, then its session), then any other main
+  session of the same projects in the run dir's own store, oldest first.
+- Main and subagent transcripts come from the store's key structure: the main key has no subpath, each
+  subagent is a subkey (`subagents/agent-<id>`).
+- The workbench is the one the manifest names; when it names none, `<workspace>/.flower` with the
+  workspace taken from the `cwd` the CLI stamped on the stored entries (never guessed from the run dir).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from flower.errors import ConfigError, StoreError
+
+__all__ = [
+    "RunData",
+    "close_store",
+    "load_run",
+    "load_session",
+    "open_store",
+    "read_manifest",
+    "session_rows",
+]
+
+Entry = dict[str, Any]
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def open_store(store: str | None, run_dir: Path | None, *, create: bool = False) -> Any:
+    """The session store named by `store` (DSN or SQLite path), else `<run_dir>/sessions.db`."""
+    if store and store.startswith(POSTGRES_SCHEMES):
+        from flower.stores.postgres import PostgresSessionStore  # psycopg only when asked for
+
+        return PostgresSessionStore(store)
+    from flower.stores.sqlite import SqliteSessionStore
+
+    if store:
+        path = Path(store)
+    elif run_dir is not None:
+        path = run_dir / "sessions.db"
+    else:
+        raise ConfigError("no session store: give --store or --run-dir")
+    if not create and not path.is_file():
+        raise StoreError(f"no session store at {path}")
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return SqliteSessionStore(path)
+
+
+def close_store(store: Any) -> None:
+    closer = getattr(store, "aclose", None)
+    if closer is not None:
+        anyio.run(closer)
+    elif hasattr(store, "close"):
+        store.close()
+
+
+def read_manifest(run_dir: Path | None) -> list[dict[str, Any]]:
+    """The manifest's step rows; [] when the run dir has no manifest."""
+    if run_dir is None:
+        return []
+    path = run_dir / "manifest.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the manifest {path}: {exc}") from None
+    rows = data.get("steps") if isinstance(data, Mapping) else data
+    if not isinstance(rows, list):
+        raise ConfigError(f"{path} is not a flower manifest (no list of steps)")
+    return [dict(row) for row in rows if isinstance(row, Mapping)]
+
+
+def _row_sessions(row: Mapping[str, Any]) -> list[str]:
+    retired = row.get("retired")
+    ids = [*(retired if isinstance(retired, list) else []), row.get("session_id")]
+    return [s for s in ids if isinstance(s, str) and s]
+
+
+@dataclass
+class RunData:
+    """One run (or one session) as stored: transcripts by key, manifest rows, workbench records."""
+
+    label: str
+    run_dir: Path | None
+    steps: list[dict[str, Any]]
+    main: dict[str, list[Entry]] = field(default_factory=dict)
+    """Main transcripts by session id, in run order."""
+    keys: dict[str, dict[str, str]] = field(default_factory=dict)
+    subagents: dict[str, list[Entry]] = field(default_factory=dict)
+    """Subagent transcripts by agent id."""
+    retired: set[str] = field(default_factory=set)
+    workspace: Path | None = None
+    workbench_root: Path | None = None
+    workbench_source: str = "none"
+    """`manifest`, `cwd` (fallback: `<cwd of the entries>/.flower`) or `none`."""
+    spill_log: list[dict[str, Any]] = field(default_factory=list)
+    cost_usd: float | None = None
+
+
+def _agent_label(subpath: str, taken: Mapping[str, Any], session: str) -> str:
+    name = subpath.rsplit("/", 1)[-1]
+    name = name.removeprefix("agent-")
+    return name if name not in taken else f"{session[:8]}/{name}"
+
+
+def _load_key(store: Any, key: dict[str, str]) -> list[Entry]:
+    entries = store.load_sync(key)
+    return list(entries or [])
+
+
+def _add_session(data: RunData, store: Any, session: str) -> bool:
+    key = store.find_session(session)
+    if key is None:
+        return False
+    data.keys[session] = dict(key)
+    data.main[session] = _load_key(store, dict(key))
+    for subpath in anyio.run(store.list_subkeys, dict(key)):
+        data.subagents[_agent_label(subpath, data.subagents, session)] = _load_key(
+            store, {**key, "subpath": subpath}
+        )
+    return True
+
+
+def _project_keys(store: Any, data: RunData) -> list[str]:
+    keys = {key["project_key"] for key in data.keys.values()}
+    listed = getattr(store, "project_keys", None)  # optional: a store that can list its projects
+    if callable(listed):
+        keys.update(listed())
+    if data.workspace is not None:
+        from claude_agent_sdk import project_key_for_directory
+
+        keys.add(project_key_for_directory(str(data.workspace)))
+    return sorted(keys)
+
+
+def _other_sessions(store: Any, data: RunData) -> list[str]:
+    found: list[tuple[int, str]] = []
+    for project in _project_keys(store, data):
+        for item in anyio.run(store.list_sessions, project):
+            if item["session_id"] not in data.main:
+                found.append((int(item.get("mtime") or 0), item["session_id"]))
+    return [session for _, session in sorted(found)]
+
+
+def _locate_workbench(data: RunData) -> None:
+    if data.workbench_source != "none":
+        return
+    for row in reversed(data.steps):
+        for name, attr in (("workspace", "workspace"), ("workbench", "workbench_root")):
+            if isinstance(row.get(name), str) and getattr(data, attr) is None:
+                setattr(data, attr, Path(row[name]))
+    if data.workbench_root is not None:
+        data.workbench_source = "manifest"
+        return
+    if data.workspace is None:
+        cwd = next(
+            (e["cwd"] for entries in data.main.values() for e in entries if isinstance(e.get("cwd"), str)),
+            None,
+        )
+        data.workspace = Path(cwd) if cwd else None
+    if data.workspace is not None:
+        data.workbench_root, data.workbench_source = data.workspace / ".flower", "cwd"
+
+
+def _read_spill_log(root: Path | None) -> list[dict[str, Any]]:
+    if root is None:
+        return []
+    try:
+        lines = (root / "spill" / "log.jsonl").read_text(encoding="utf-8").splitlines()
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a torn line from a killed writer: skip it, keep the rest
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def _finish(data: RunData) -> RunData:
+    _locate_workbench(data)
+    data.spill_log = _read_spill_log(data.workbench_root)
+    loaded = set(data.main)
+    rows = [row for row in data.steps if _row_sessions(row) and set(_row_sessions(row)) <= loaded]
+    costs = [row["cost_usd"] for row in rows if isinstance(row.get("cost_usd"), (int, float))]
+    data.cost_usd = float(sum(costs)) if costs else None
+    for row in data.steps:
+        data.retired.update(s for s in (row.get("retired") or []) if isinstance(s, str))
+    return data
+
+
+def load_run(run_dir: Path, store: Any, *, own_store: bool) -> RunData:
+    """Every session of a run dir; `own_store` when the store is the run dir's own file (then sessions
+    missing from the manifest, e.g. of a killed process, are included too)."""
+    if not run_dir.is_dir():
+        raise ConfigError(f"run dir {run_dir} is not a directory")
+    data = RunData(str(run_dir), run_dir, read_manifest(run_dir))
+    for row in data.steps:
+        for session in _row_sessions(row):
+            if session not in data.main:
+                _add_session(data, store, session)
+    if own_store:
+        _locate_workbench(data)
+        for session in _other_sessions(store, data):
+            _add_session(data, store, session)
+    if not data.main:
+        raise ConfigError(f"no sessions found for run dir {run_dir}")
+    return _finish(data)
+
+
+def load_session(session: str, store: Any, run_dir: Path | None) -> RunData:
+    """One session and its subagents (manifest rows from `run_dir` when it has one)."""
+    rows = read_manifest(run_dir) if run_dir is not None and run_dir.is_dir() else []
+    data = RunData(session, run_dir, [row for row in rows if session in _row_sessions(row)])
+    if not _add_session(data, store, session):
+        raise ConfigError(f"unknown session {session} in {_describe(store)}")
+    return _finish(data)
+
+
+def _describe(store: Any) -> str:
+    path = getattr(store, "path", None)
+    return str(path) if path is not None else type(store).__name__
+
+
+def session_rows(store: Any, run_dir: Path | None, workspace: Path | None) -> list[dict[str, Any]]:
+    """One row per main session the store holds for the run's projects: id, project, mtime, manifest step."""
+    steps = read_manifest(run_dir) if run_dir is not None and run_dir.is_dir() else []
+    data = RunData("sessions", run_dir, steps, workspace=workspace)
+    for row in steps:
+        for session in _row_sessions(row):
+            key = store.find_session(session)
+            if key is not None:
+                data.keys[session] = dict(key)
+    rows: list[dict[str, Any]] = []
+    for project in _project_keys(store, data):
+        for item in anyio.run(store.list_sessions, project):
+            sid = item["session_id"]
+            step = next((r for r in steps if sid in _row_sessions(r)), None)
+            rows.append(
+                {
+                    "session_id": sid,
+                    "project_key": project,
+                    "mtime": item.get("mtime"),
+                    "step": step.get("step") if step else None,
+                    "ok": step.get("ok") if step else None,
+                    "cost_usd": step.get("cost_usd") if step else None,
+                    "retired": bool(step and sid in (step.get("retired") or [])),
+                }
+            )
+    rows.sort(key=lambda r: (r["mtime"] or 0, r["session_id"]))
+    return rows
+
+
+def first_prompt(entries: Sequence[Entry]) -> str:
+    """The first prompt of a transcript (string content of the first user entry), or ""."""
+    for entry in entries:
+        message = entry.get("message")
+        if (
+            entry.get("type") == "user"
+            and isinstance(message, Mapping)
+            and isinstance(message.get("content"), str)
+        ):
+            return str(message["content"])
+    return ""
+
+
+# --- what the commands load -----------------------------------------------------------------------
+
+
+def load_target(target: str, store: str | None, run_dir: str) -> Any:
+    path = Path(target)
+    if path.is_dir():
+        base = open_store(store, path)
+        return base, load_run(path, base, own_store=store is None)
+    if path.exists():
+        raise ConfigError(f"{target} is a file, not a run dir or a session id")
+    if os.sep in target or target.startswith("."):
+        raise ConfigError(f"run dir {target} does not exist")
+    base = open_store(store, Path(run_dir))
+    return base, load_session(target, base, Path(run_dir))
+
+
+def workbench_stats_of(data: Any) -> Any:
+    root = data.workbench_root
+    if root is None or not root.is_dir():
+        return None
+    from flower.core.workbench import Workbench
+    from flower.core.workbench_stats import workbench_stats
+
+    workspace = data.workspace if data.workspace is not None else root.parent
+    return workbench_stats(Workbench(workspace, root=root), [*data.main.values(), *data.subagents.values()])
+
+
+def recorded_threshold(data: Any, window: int | None) -> int | None:
+    if window is not None:
+        from flower.core.handoff import HandoffPolicy
+
+        return HandoffPolicy(window=window).threshold()
+    recorded = [row.get("threshold") for row in data.steps if isinstance(row.get("threshold"), int)]
+    return recorded[-1] if recorded else None

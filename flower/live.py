@@ -1,0 +1,335 @@
+"""Live progress of a run in the terminal (B-12).
+
+`LiveView.update(event)` consumes `flower.core.events.Event`s (pass it as `on_event`). On a terminal it
+keeps ONE status area updating in place (rich `Live`): the main thread's context against the handoff
+threshold, the subagents still running, spills, cost and elapsed time; what happens scrolls above it as
+short lines. When stdout is not a terminal it appends plain lines only (a status line after each main-thread
+reply), with no escape sequence at all.
+
+Invariants:
+- Every piece of model or tool text is sanitized before it reaches the terminal (`sanitize`): escape
+  sequences (CSI, OSC, DCS/APC/PM/SOS, 8-bit forms, lone ESC), control characters and bidi overrides are
+  removed, so tool output can never move the cursor, retitle the window or hide text. Text is printed as
+  plain `rich.text.Text`, never parsed as markup.
+- Only the main thread's context counts (S-24); it comes from the event payload (`context`, or `usage`).
+- A subagent is active from its Agent call on the main thread until that call's result arrives.
+- A spill is counted from the pointer line `texts.SPILL_POINTER` in a tool result, wherever it sits.
+- Icons are ASCII; lines are cut to the terminal width by display cells (wide characters count two).
+- `update` never raises: a UI fault must not kill the run (the runtime also shields it, `events.emit`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import IO, Any
+
+from rich.cells import cell_len
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from flower.core import texts
+from flower.core.events import Event
+
+__all__ = ["LiveView", "fit", "format_elapsed", "format_tokens", "sanitize", "spill_pattern"]
+
+log = logging.getLogger(__name__)
+
+_ESCAPES = re.compile(
+    r"""
+      \x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?     # OSC ... BEL / ST (or cut off)
+    | \x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?          # DCS, SOS, PM, APC ... ST (Sixel rides in DCS)
+    | \x1b\[[0-?]*[ -/]*[@-~]?                        # CSI
+    | \x1b[ -/]*[0-~]?                                # two-char and nF escapes, lone ESC
+    | \x9b[0-?]*[ -/]*[@-~]?                          # 8-bit CSI
+    | [\x90\x98\x9d\x9e\x9f][^\x07\x9c]*(?:\x07|\x9c)?  # 8-bit DCS, SOS, OSC, PM, APC strings
+    """,
+    re.VERBOSE,
+)
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def sanitize(text: str, *, keep_newlines: bool = False) -> str:
+    """`text` safe to print on a terminal: no escape sequence, no control character, no bidi override."""
+    text = _ESCAPES.sub("", text).replace("\t", " ").replace("\r\n", "\n").replace("\r", "\n")
+    if not keep_newlines:
+        text = text.replace("\n", " ")
+    return _CONTROLS.sub("", text)
+
+
+def spill_pattern(template: str = texts.SPILL_POINTER) -> re.Pattern[str]:
+    """A regex for the pointer line a spill leaves, built from its template (placeholders match anything)."""
+    parts = re.split(r"\{[a-z_]+\}", template)
+    names = re.findall(r"\{([a-z_]+)\}", template)
+    pattern = re.escape(parts[0])
+    for name, literal in zip(names, parts[1:]):
+        field = r"\d[\d,]*" if name == "chars" else r"[^\n]+?"
+        pattern += f"(?P<{name}>{field})" + re.escape(literal)
+    return re.compile(pattern)
+
+
+_SPILL = spill_pattern()
+
+
+def format_tokens(value: int | None) -> str:
+    if value is None:
+        return "?"
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:.1f}M".replace(".0M", "M")
+    if value >= 1_000:
+        return f"{value / 1_000:.1f}K".replace(".0K", "K")
+    return str(value)
+
+
+def format_elapsed(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def fit(text: str, width: int) -> str:
+    """`text` cut to `width` display cells, ending in "..." when cut."""
+    if cell_len(text) <= width:
+        return text
+    out, used = [], 0
+    for ch in text:
+        size = cell_len(ch)
+        if used + size > max(0, width - 3):
+            break
+        out.append(ch)
+        used += size
+    return "".join(out) + "..."
+
+
+def _bar(fraction: float, width: int = 20) -> str:
+    filled = min(width, max(0, round(fraction * width)))
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
+def _call_summary(tool: str | None, payload: Mapping[str, Any]) -> str:
+    data = payload.get("input")
+    if not isinstance(data, Mapping):
+        return ""
+    for key in ("command", "file_path", "path", "pattern", "url", "query", "description", "prompt"):
+        if isinstance(data.get(key), str):
+            return str(data[key])
+    return ""
+
+
+class _Status:
+    def __init__(self, view: LiveView) -> None:
+        self.view = view
+
+    def __rich__(self) -> Text:
+        return Text(self.view.status_line(), style="bold", no_wrap=True, overflow="crop")
+
+
+class LiveView:
+    """A terminal progress view fed by runtime events; use as a context manager around the run."""
+
+    MAX_TEXT_LINES = 6
+    """Lines of main-thread prose shown per reply; the rest is elided."""
+
+    def __init__(
+        self,
+        *,
+        threshold: int | None = None,
+        console: Console | None = None,
+        file: IO[str] | None = None,
+        live: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.console = console or Console(file=file, highlight=False, soft_wrap=False)
+        self.interactive = self.console.is_terminal if live is None else live
+        self.threshold = threshold
+        self.context: int | None = None
+        """The main thread's context at its last API message; None until an event reports one."""
+        self.subagents: dict[str, str] = {}
+        self.spills = 0
+        self.spilled_chars = 0
+        self.cost = 0.0
+        self.turns = 0
+        self.step = ""
+        self._clock = clock
+        self.started = clock()
+        self._step_base = 0.0
+        self._tools: dict[str, str] = {}
+        self._lock = threading.RLock()
+        self._live: Live | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+
+    def __enter__(self) -> LiveView:  # noqa: PYI034 - Self needs Python 3.11
+        if self.interactive:
+            self._live = Live(
+                _Status(self),
+                console=self.console,
+                refresh_per_second=4,
+                transient=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.refresh()
+            self._live.stop()
+            self._live = None
+
+    # --- output -------------------------------------------------------------------------------------
+
+    @property
+    def width(self) -> int:
+        # A log file has no width; still cut a 30,000-char command to something readable.
+        return max(40, min(self.console.width, 160)) if self.interactive else 200
+
+    def say(self, text: str, style: str = "") -> None:
+        """Print one line above the status area (sanitized, cut to the width)."""
+        line = fit(sanitize(text), self.width)
+        if self.interactive:
+            self.console.print(
+                Text(line, style=style, no_wrap=True, overflow="crop"), markup=False, highlight=False
+            )
+        else:
+            self.console.file.write(line + "\n")
+            self.console.file.flush()
+
+    def status_line(self) -> str:
+        # Called from rich's refresh thread too: no lock here (it would deadlock against console.print in
+        # update); the state it reads is replaced, never mutated in place.
+        limit = format_tokens(self.threshold) if self.threshold else "no handoff"
+        used = self.context
+        share = f" {_bar(used / self.threshold)} {used / self.threshold:.0%}" if self.threshold and used else ""
+        running = self.subagents
+        agents = (
+            f"{len(running)} active ({', '.join(sorted(running.values()))})" if running else "none active"
+        )
+        return fit(
+            f"context {format_tokens(used)} / {limit}{share} | subagents {agents} | "
+            f"spills {self.spills} | ${self.cost:.4f} | {format_elapsed(self._clock() - self.started)}",
+            self.width,
+        )
+
+    # --- events -------------------------------------------------------------------------------------
+
+    def update(self, event: Event) -> None:
+        """Consume one runtime event (the `on_event` callback)."""
+        try:
+            with self._lock:
+                self._update(event)
+        except Exception:  # a display fault must never stop a run
+            log.debug("live view could not show a %s event", event.kind, exc_info=True)
+
+    def _update(self, event: Event) -> None:
+        handler = getattr(self, f"_on_{event.kind}", None)
+        if event.on_main:
+            self._observe_context(event.payload)
+        if handler is not None:
+            handler(event)
+
+    def _observe_context(self, payload: Mapping[str, Any]) -> None:
+        value = payload.get("context")
+        if not isinstance(value, int):
+            usage = payload.get("usage")
+            if isinstance(usage, Mapping):
+                value = sum(
+                    int(usage.get(k) or 0)
+                    for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+                )
+        if isinstance(value, int) and value > 0:
+            self.context = value
+
+    def _on_step(self, event: Event) -> None:
+        phase = event.payload.get("phase")
+        if phase == "start":
+            self.step = event.text
+            self._step_base = self.cost
+            resume = event.payload.get("resume")
+            self.say(f"= step {event.text}" + (f" (resuming {resume})" if resume else ""), "bold")
+        elif phase == "end":
+            cost = event.payload.get("cost_usd")
+            if isinstance(cost, (int, float)):
+                self.cost = self._step_base + float(cost)
+            self._status_if_plain()
+
+    def _on_tool_call(self, event: Event) -> None:
+        call_id = str(event.payload.get("id") or "")
+        self._tools[call_id] = event.tool or "?"
+        summary = _call_summary(event.tool, event.payload)
+        if event.on_main and event.tool in ("Agent", "Task"):
+            raw = event.payload.get("input")
+            data: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+            label = sanitize(
+                f"{data.get('subagent_type') or 'subagent'}: {data.get('description') or ''}"
+            ).strip()
+            self.subagents = {**self.subagents, call_id: fit(label, 40)}
+            self.say(f"> dispatch {label}", "magenta")
+        elif event.on_main:
+            self.say(f"* {event.tool} {summary}", "cyan")
+        else:
+            self.say(f"  | * {event.tool} {summary}", "dim")
+
+    def _on_tool_result(self, event: Event) -> None:
+        call_id = str(event.payload.get("id") or "")
+        gutter = "" if event.on_main else "  | "
+        match = _SPILL.search(event.text or "")
+        if match:
+            self.spills += 1
+            chars = match.group("chars") if "chars" in match.groupdict() else ""
+            self.spilled_chars += int(chars.replace(",", "") or 0)
+            self.say(f"{gutter}~ spilled {chars} chars to {match.groupdict().get('path', '')}", "yellow")
+        if call_id in self.subagents:
+            label = self.subagents[call_id]
+            self.subagents = {k: v for k, v in self.subagents.items() if k != call_id}
+            self.say(f"+ {label} returned ({len(event.text or ''):,} chars)", "green")
+        elif event.payload.get("is_error"):
+            first = (event.text or "").strip().splitlines()[0] if (event.text or "").strip() else ""
+            self.say(f"{gutter}x {self._tools.get(call_id, 'tool')} failed: {first}", "red")
+
+    def _on_text(self, event: Event) -> None:
+        if not event.on_main:
+            return  # subagent prose stays in its transcript, as in the coordinator's context
+        lines = [line for line in sanitize(event.text, keep_newlines=True).splitlines() if line.strip()]
+        for line in lines[: self.MAX_TEXT_LINES]:
+            self.say(f"  {line}")
+        if len(lines) > self.MAX_TEXT_LINES:
+            self.say(f"  ... ({len(lines) - self.MAX_TEXT_LINES} more lines)", "dim")
+        self._status_if_plain()
+
+    def _on_thinking(self, event: Event) -> None:
+        if event.on_main and event.text.strip():
+            self.say(f"~ {event.text.strip().splitlines()[0]}", "dim cyan")
+
+    def _on_result(self, event: Event) -> None:
+        turns = event.payload.get("turns")
+        cost = event.payload.get("cost_usd")
+        self.turns += turns if isinstance(turns, int) else 0
+        self.cost += float(cost) if isinstance(cost, (int, float)) else 0.0
+
+    def _on_error(self, event: Event) -> None:
+        self.say(f"x error: {event.text}", "red")
+
+    def _on_retry(self, event: Event) -> None:
+        kind, delay = event.payload.get("kind"), event.payload.get("delay")
+        wait = f" in {delay:.1f}s" if isinstance(delay, (int, float)) else ""
+        self.say(f"~ retry{f' ({kind})' if kind else ''}{wait}: {event.text}", "yellow")
+
+    def _on_handoff(self, event: Event) -> None:
+        generation, path = event.payload.get("generation"), event.payload.get("path")
+        degraded = " (degraded)" if event.payload.get("degraded") else ""
+        self.say(f"# handoff{degraded}: generation {generation} continues from {path}", "yellow")
+        self.context = None  # a fresh session: unknown until its first reply
+        self.subagents = {}
+
+    def _on_interrupt(self, event: Event) -> None:
+        self.say(f"! interrupted{': ' + event.text if event.text else ''}", "yellow")
+
+    def _status_if_plain(self) -> None:
+        if not self.interactive:
+            self.say("- " + self.status_line())
