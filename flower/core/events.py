@@ -24,6 +24,8 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
+from flower.core.handoff import message_context
+
 __all__ = ["Event", "EventKind", "OnEvent", "emit", "to_events"]
 
 log = logging.getLogger(__name__)
@@ -68,17 +70,20 @@ def _result_text(block: ToolResultBlock) -> str:
 
 def _assistant(message: AssistantMessage) -> Iterator[Event]:
     agent = _agent(message)
+    # Context of this API message (S-24); the same message may arrive as several SDK messages.
+    usage = {"message_id": message.message_id, "context": message_context(message.usage)}
     if message.model == "<synthetic>" and message.error:
         text = " ".join(b.text for b in message.content if isinstance(b, TextBlock))
         yield Event("error", text, payload={"agent": agent, "error": message.error})
         return
     for block in message.content:
         if isinstance(block, TextBlock):
-            yield Event("text", block.text, payload={"agent": agent})
+            yield Event("text", block.text, payload={"agent": agent, **usage})
         elif isinstance(block, ThinkingBlock):
-            yield Event("thinking", block.thinking, payload={"agent": agent})
+            yield Event("thinking", block.thinking, payload={"agent": agent, **usage})
         elif isinstance(block, ToolUseBlock):
-            yield Event("tool_call", "", block.name, {"agent": agent, "id": block.id, "input": dict(block.input)})
+            yield Event("tool_call", "", block.name,
+                        {"agent": agent, "id": block.id, "input": dict(block.input), **usage})
 
 
 def _user(message: UserMessage) -> Iterator[Event]:

@@ -183,6 +183,8 @@ class Runtime:
         self.env = dict(env or {})
         self.run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
         self.store = self._make_store(store, project, trim=trim, ephemeral=ephemeral, keep_denials=keep_denials)
+        self._policies = {"trim": bool(trim), "ephemeral": bool(ephemeral), "keep_denials": keep_denials,
+                          "spill_threshold": spill_threshold, "project": project}
         self._client: ClaudeSDKClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._interrupt: str | None = None
@@ -230,7 +232,7 @@ class Runtime:
             contexts=tuple(meter.per_message), retries=tuple(tally.retries), started=started, ended=_now(),
             duration=round(time.monotonic() - clock, 3),
         )
-        self._record(result)
+        self._record(result, spec)
         emit(on_event, Event("step", step, payload={"phase": "end", "ok": result.ok, "cost_usd": result.cost_usd}))
         return result
 
@@ -458,8 +460,14 @@ class Runtime:
         options.can_use_tool = approve_unattended
         return options
 
-    def _record(self, result: StepResult) -> None:
-        append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result)})
+    def _record(self, result: StepResult, spec: AgentSpec) -> None:
+        where = {
+            "workspace": str(self.workspace),
+            "workbench": str(self.workbench.root) if self.workbench is not None else None,
+            "threshold": self.threshold(spec),
+            "policies": self._policies,
+        }
+        append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result), **where})
 
 
 def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
