@@ -214,7 +214,7 @@ def python_rows(n: int, reps: int) -> list[dict[str, Any]]:
 
 
 def run(tiny: bool = False) -> list[dict[str, Any]]:
-    n, reps = (3, 1) if tiny else (20, 3)
+    n, reps = (3, 1) if tiny else (20, 5)
     py_n, py_reps = (200, 3) if tiny else (5000, 7)
     return python_rows(py_n, py_reps) + cli_rows(n, reps)
 
