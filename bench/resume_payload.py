@@ -36,7 +36,7 @@ from flower.stores.jsonl import read_jsonl
 from flower.stores.rewrite import TrimPolicy, rewrite
 
 BENCH = "resume_payload"
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+from tests.data.transcripts import TRANSCRIPTS  # noqa: E402 - the one place that locates them
 TRIGGER_CHARS = 400_000
 """100k tokens at about 4 characters a token: clear_tool_uses' default trigger."""
 CLEARED = "[cleared]"

@@ -36,7 +36,7 @@ from flower.stores.jsonl import parse_jsonl
 from flower.stores.rewrite import EphemeralPolicy, rewrite
 
 BENCH = "rewrite"
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+from tests.data.transcripts import TRANSCRIPTS  # noqa: E402 - the one place that locates them
 _POINTERS = ("uuid", "parentUuid", "logicalParentUuid", "leafUuid", "sourceToolAssistantUUID")
 
 

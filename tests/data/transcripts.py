@@ -1,7 +1,8 @@
 """Transcripts for tests: the real ones in ../shared/data, and a builder for synthetic ones.
 
 `TRANSCRIPTS` is the folder of 60 real Claude Code transcripts (versions 1.0 to 2.1; see its README.md),
-found relative to the repository (`<repo>/../shared/data/transcripts`). `real_transcripts()` lists them
+found through `FLOWER_TRANSCRIPTS`, else beside the repository (`<repo>/../shared/data/transcripts`), else
+at `/work/shared/data/transcripts`. This is the one place that knows where they are; the benches import it. `real_transcripts()` lists them
 for parametrisation, or an empty list when the folder is absent (tests then skip with a reason).
 
 `Transcript` writes entries in the exact shapes of SDK-FACTS §2, §4, §5 and §7 (CLI 2.1.332): one entry per
@@ -14,11 +15,22 @@ previous one (`parent=` overrides, as parallel results written in completion ord
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-TRANSCRIPTS = (REPO / ".." / "shared" / "data" / "transcripts").resolve()
+
+
+def _locate() -> Path:
+    configured = os.environ.get("FLOWER_TRANSCRIPTS")
+    if configured:
+        return Path(configured).resolve()
+    candidates = [REPO.parent / "shared" / "data" / "transcripts", Path("/work/shared/data/transcripts")]
+    return next((c.resolve() for c in candidates if c.is_dir()), candidates[0].resolve())
+
+
+TRANSCRIPTS = _locate()
 
 Entry = dict[str, Any]
 

@@ -115,7 +115,7 @@ def test_run_then_report_then_preview_then_resume(
         and report["spills"]["subagents"] == 1
         and report["spills"]["chars"] >= 6000
     )
-    assert report["pruned"]["expired"] == 1 and report["workbench_source"] == "cwd"
+    assert report["pruned"]["expired"] == 1 and report["workbench_source"] == "manifest"
     assert report["workbench_root"] == str((ws / ".flower").resolve())
     manifest = json.loads((runs / "manifest.json").read_text())
     assert (
