@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from claude_agent_sdk import HookMatcher, PermissionResultAllow, PermissionResultDeny
+from claude_agent_sdk import HookMatcher
 
 from flower.core import texts
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HANDS_ON",
     "Hooks",
-    "approve_unattended",
+    "approve_subagents",
     "delegate_guard",
     "merge_hooks",
     "spec_guards",
@@ -103,17 +103,23 @@ def whitelist_guard(allowed: Iterable[str], *, name: str = "this agent") -> Hook
     return HookMatcher(matcher="|".join(banned), hooks=[guard])
 
 
-async def approve_unattended(tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
-    """`can_use_tool` for unattended runs: nobody is there to click "allow".
+def approve_subagents(*, leads: Collection[str] = ()) -> HookMatcher:
+    """PreToolUse: approve every subagent call, for unattended runs where nobody can click "allow".
 
-    A subagent's call is approved: the CLI only offers a subagent the tools of its definition, and the
-    walls (hooks) have already run. A main-thread call that would need a human is denied with a reason,
-    instead of being rejected as "needs approval" and retried for ever. Needs streaming mode
-    (`ClaudeSDKClient`), which is why `Runtime` installs it and `build_options` does not.
+    The CLI only offers a subagent the tools of its definition, and the walls are hooks of their own (a
+    deny from any hook wins over this allow). Main-thread calls and `leads` get no opinion, so the normal
+    permission rules apply to them. A hook, not `can_use_tool`: with a permission callback the CLI adds
+    its AskUserQuestion tool (about 4,600 chars) to every main-thread request, for good.
     """
-    if getattr(context, "agent_id", None):
-        return PermissionResultAllow()
-    return PermissionResultDeny(message=texts.UNATTENDED_DENIAL.format(tool=tool_name))
+    lead_types = frozenset(leads)
+
+    async def approve(input_data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        if _on_main(input_data, lead_types):
+            return {}
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                                       "permissionDecisionReason": "flower: unattended subagent"}}
+
+    return HookMatcher(matcher=None, hooks=[approve])
 
 
 def merge_hooks(*groups: Mapping[str, Iterable[HookMatcher]] | None) -> Hooks:

@@ -25,7 +25,6 @@ import json
 import os
 import threading
 import time
-import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -35,7 +34,6 @@ from typing import Any, Literal
 import anyio
 from claude_agent_sdk import (
     AssistantMessage,
-    CanUseToolShadowedWarning,
     ClaudeSDKClient,
     HookMatcher,
     ResultMessage,
@@ -48,7 +46,7 @@ from flower.core import texts
 from flower.core.agent import AgentSpec, build_options
 from flower.core.compact import CompactPolicy
 from flower.core.events import Event, OnEvent, emit, to_events
-from flower.core.guard import approve_unattended
+from flower.core.guard import approve_subagents
 from flower.core.handoff import ContextMeter, HandoffPolicy, degraded_handoff, is_context_overflow, parse_handoff, save_handoff
 from flower.core.resilience import RetryPolicy, classify, wait_for_endpoint
 from flower.errors import ConfigError
@@ -348,11 +346,8 @@ class Runtime:
         options = self._options(spec, resume, fork, stop_hook)
         client: ClaudeSDKClient | None = None
         try:
-            with warnings.catch_warnings():
-                # Shadowing the approver for Agent/Read/... is intended: it only decides what would need a human.
-                warnings.simplefilter("ignore", CanUseToolShadowedWarning)
-                client = ClaudeSDKClient(options)
-                await client.connect()
+            client = ClaudeSDKClient(options)
+            await client.connect()
             self._client, self._loop = client, asyncio.get_running_loop()
             await client.query(message)
             await self._receive(client, attempt, meter, seen_calls, threshold, on_event)
@@ -450,6 +445,7 @@ class Runtime:
             workbench_hooks(wb) if wb is not None else None,
             spill_guard(wb, self.spill_threshold) if wb is not None else None,
             {"PostToolUse": [stop_hook]} if stop_hook is not None else None,
+            {"PreToolUse": [approve_subagents(leads=spec.leads)]},
         )
         options = build_options(
             spec, cwd=self.workspace, session_store=self.store, resume=resume, fork=fork,
@@ -457,7 +453,6 @@ class Runtime:
             add_dirs=[wb.root] if wb is not None and wb.external else (), portable=self.portable,
             hooks=hooks, artifacts=wb.artifacts if wb is not None else None, env=env,
         )
-        options.can_use_tool = approve_unattended
         return options
 
     def _record(self, result: StepResult, spec: AgentSpec) -> None:

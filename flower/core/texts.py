@@ -58,11 +58,6 @@ GLANCE_WHY = {
     "word": "`{what}` is refused in any glance",
 }
 
-# A main-thread call that would need a person to approve it, in an unattended run.
-UNATTENDED_DENIAL = (
-    "Nobody can approve this {tool} call: the run is unattended. Do it another way, or dispatch a subagent."
-)
-
 # S-7: a non-delegating spec's hands-on tool that its allowed_tools do not grant.
 WHITELIST_DENIAL = (
     "{tool} is not among the tools this agent ({name}) may use; the restriction is deliberate. "

@@ -184,7 +184,7 @@ async def test_interrupt_during_a_long_tool_call_resumes_with_the_note(
 async def test_workers_act_unattended_even_without_glance(
     scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
 ) -> None:
-    """With glance off, Bash is not approved session-wide; the runtime's approver lets the worker act
+    """With glance off, Bash is not approved session-wide; the runtime's approving hook lets the worker act
     (otherwise "requires approval" with nobody to ask) while the main thread stays walled."""
     from flower.core.roles import coordinator, worker
 
@@ -202,3 +202,5 @@ async def test_workers_act_unattended_even_without_glance(
     assert result.ok
     assert "Dispatch a subagent" in scripted_api.main_requests[1].result_text()  # even ls is walled
     assert made.exists() and "42" in scripted_api.subagent_requests()[-1].result_text()
+    # approved by a hook, not a permission callback: no AskUserQuestion tool (~4,600 chars) on every request
+    assert "AskUserQuestion" not in scripted_api.main_requests[0].tool_names

@@ -8,7 +8,7 @@ import pytest
 
 from flower.core import texts
 from flower.core.agent import AgentSpec, build_options
-from flower.core.guard import delegate_guard, merge_hooks, spec_guards, whitelist_guard
+from flower.core.guard import approve_subagents, delegate_guard, merge_hooks, spec_guards, whitelist_guard
 from flower.core.roles import coordinator, worker
 from flower.errors import ConfigError
 
@@ -157,3 +157,11 @@ def test_rule_lengths_are_permanent_context_cost() -> None:
     assert sizes["COORDINATOR_RULES"] < 1500 and sizes["WORKER_RULES"] < 700
     rules = texts.COORDINATOR_RULES
     assert "specific to this task" in rules and "Do not restate" in rules and "artifacts" in rules
+
+
+async def test_unattended_approval_covers_subagents_only() -> None:
+    approver = approve_subagents(leads=["sublead"])
+    allowed = await decide(approver, sub_call("Bash", command="make"))
+    assert allowed["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert await decide(approver, main_call("Bash", command="make")) == {}
+    assert await decide(approver, sub_call("Bash", agent_type="sublead", command="make")) == {}
