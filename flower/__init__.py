@@ -1,7 +1,7 @@
 """flower: a runtime for very long Claude agent runs that keeps the coordinator's context clean.
 
-This module only re-exports; `__all__` is locked by a test. `PostgresSessionStore` is imported on first
-use, so `import flower` does not load the PostgreSQL driver.
+This module only re-exports; `__all__` is locked by a test. `PostgresSessionStore` and `is_ephemeral` are
+imported on first use, so `import flower` loads neither the PostgreSQL driver nor the shell parser.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from flower.core.agent import AgentSpec, build_options
 from flower.core.compact import CompactPolicy
 from flower.core.events import Event
-from flower.core.glance import is_ephemeral
 from flower.core.guard import delegate_guard, merge_hooks, spec_guards, whitelist_guard
 from flower.core.handoff import HandoffPolicy
 from flower.core.resilience import RetryPolicy, classify
@@ -34,6 +33,7 @@ from flower.stores.sqlite import SqliteSessionStore
 from flower.stores.validate import validate
 
 if TYPE_CHECKING:
+    from flower.core.glance import is_ephemeral
     from flower.stores.postgres import PostgresSessionStore
 
 __all__ = [
@@ -83,4 +83,8 @@ def __getattr__(name: str) -> Any:
         from flower.stores.postgres import PostgresSessionStore
 
         return PostgresSessionStore
+    if name == "is_ephemeral":
+        from flower.core.glance import is_ephemeral
+
+        return is_ephemeral
     raise AttributeError(f"module 'flower' has no attribute {name!r}")

@@ -68,8 +68,6 @@ def delegate_guard(
     With `allow_glance`, a Bash command that `is_ephemeral` passes runs. `artifacts` names the real
     artifacts folder in the denial reason when a workbench is known.
     """
-    from flower.core.glance import describe_refusal, is_ephemeral
-
     where = str(artifacts) if artifacts is not None else texts.DELEGATE_DENIAL_WHERE
     reason = texts.DELEGATE_DENIAL.format(where=where)
     lead_types = frozenset(leads)
@@ -78,6 +76,9 @@ def delegate_guard(
         if not _on_main(input_data, lead_types):
             return {}
         if input_data.get("tool_name") == "Bash" and allow_glance:
+            # Imported on the first Bash call: the shell parser's tables cost ~150 ms to build.
+            from flower.core.glance import describe_refusal, is_ephemeral
+
             command = str((input_data.get("tool_input") or {}).get("command", ""))
             if is_ephemeral(command):
                 return {}

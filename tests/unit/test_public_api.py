@@ -27,10 +27,10 @@ def test_testing_all_resolves() -> None:
     assert all(getattr(flower.testing, name) is not None for name in flower.testing.__all__)
 
 
-def test_import_does_not_load_the_postgres_driver() -> None:
-    code = "import sys, flower; print('psycopg' in sys.modules)"
+def test_import_loads_neither_the_postgres_driver_nor_the_shell_parser() -> None:
+    code = "import sys, flower; print('psycopg' in sys.modules, 'bashlex' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False False"
 
 
 def test_seed_import_line_works() -> None:
