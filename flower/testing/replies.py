@@ -54,7 +54,15 @@ class Usage:
     cache_creation_input_tokens: int = 0
     """Input tokens written to the prompt cache."""
 
-    def resolve(self, request_chars: int) -> dict[str, int]:
+    def resolve(self, request_chars: int, cached_chars: int = 0) -> dict[str, int]:
+        """Concrete numbers; a derived input is split into cache read (the `cached_chars` prefix), cache
+        creation (the rest, which the next request can read) and a token of uncached input."""
+        if self.input_tokens is None and cached_chars:
+            total = max(1, request_chars // 4)
+            read = min(total - 1, cached_chars // 4)
+            return {"input_tokens": 1, "output_tokens": self.output_tokens,
+                    "cache_read_input_tokens": read + self.cache_read_input_tokens,
+                    "cache_creation_input_tokens": total - read - 1 + self.cache_creation_input_tokens}
         derived = max(1, request_chars // 4)
         return {
             "input_tokens": self.input_tokens if self.input_tokens is not None else derived,

@@ -157,9 +157,12 @@ class ScriptedAPI:
         handler: Handler | None = None,
         model: str = DEFAULT_MODEL,
         port: int = 0,
+        cache: bool = True,
     ) -> None:
         self.model = model
         self.handler = handler
+        self.cache = cache
+        self._prefixes: list[str] = []
         self._lock = threading.RLock()
         self._state = _State()
         self.script(main, subagents)
@@ -305,6 +308,19 @@ class ScriptedAPI:
             thread.used += 1
             return step
 
+    def _cached_chars(self, request: Request) -> int:
+        """Prompt-cache simulation: the longest prefix (tools, then system, then messages, the API's cache
+        order) this request shares with any of the last 32 requests. Below 4,096 chars (the API's
+        minimum cacheable prompt, about 1,024 tokens) nothing is cached."""
+        if not self.cache:
+            return 0
+        body = request.body
+        text = json.dumps([body.get("tools"), body.get("system"), body.get("messages")], sort_keys=True)
+        with self._lock:
+            best = max((_common_prefix(text, earlier) for earlier in self._prefixes), default=0)
+            self._prefixes = [*self._prefixes[-31:], text]
+        return best if best >= 4096 else 0
+
     def _thread_for(self, request: Request) -> _Thread | None:
         state = self._state
         if request.thread in state.threads:
@@ -324,6 +340,18 @@ class ScriptedAPI:
         steps = subs[key] if isinstance(subs, dict) else subs[int(key)]  # type: ignore[index]
         state.threads[request.thread] = _Thread(steps)
         return state.threads[request.thread]
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix of two strings, by binary search over C-speed slice comparisons."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def cli_env(base_url: str, home: str | Path, **extra: str) -> dict[str, str]:
@@ -403,7 +431,7 @@ def _make_handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
                 self._reply(step, request)
 
         def _reply(self, step: Reply, request: Request) -> None:
-            usage = step.usage.resolve(request.size)
+            usage = step.usage.resolve(request.size, api._cached_chars(request))
             message = materialize(step, str(request.body.get("model") or api.model), usage)
             if not request.stream:
                 self._json(200, message, request_id=f"req_fake_{request.index}")

@@ -209,3 +209,25 @@ def test_stop_and_start_keep_the_port() -> None:
     assert api.port == port and post(api, {"messages": [USER]})[0] == 200
     api.stop()
     api.assert_done()
+
+
+def test_prompt_cache_is_simulated_on_shared_prefixes() -> None:
+    """Derived usage splits into cache read (the prefix shared with an earlier request) and creation."""
+    history = [{"role": "user", "content": "p" * 20_000}, {"role": "assistant", "content": "ok"}]
+    with ScriptedAPI([text("a"), text("b"), text("c")]) as api:
+        first = json.loads(post(api, {"system": "S" * 8000, "messages": history[:1]})[1])["usage"]
+        second = json.loads(post(api, {"system": "S" * 8000, "messages": [*history, USER]})[1])["usage"]
+        other = json.loads(post(api, {"system": "T" * 8000, "messages": history[:1]})[1])["usage"]
+    assert first["cache_read_input_tokens"] == 0 and first["input_tokens"] > 6000
+    assert second["cache_read_input_tokens"] > 6000 and second["input_tokens"] == 1
+    total = sum(second[k] for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+    assert abs(total - api.requests[1].size // 4) <= 1
+    assert other["cache_read_input_tokens"] == 0  # the system prompt changed: the prefix broke early
+
+
+def test_prompt_cache_simulation_can_be_turned_off() -> None:
+    body = {"system": "S" * 8000, "messages": [USER]}
+    with ScriptedAPI([text("a"), text("b")], cache=False) as api:
+        post(api, body)
+        usage = json.loads(post(api, body)[1])["usage"]
+    assert usage["cache_read_input_tokens"] == 0 and usage["input_tokens"] > 2000
