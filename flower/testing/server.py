@@ -20,6 +20,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import re
 import socket
 import struct
 import threading
@@ -38,6 +39,7 @@ from flower.testing.strict import request_problems
 __all__ = ["MAIN", "Request", "ScriptedAPI", "cli_env"]
 
 MAIN = "main"
+_BREAKPOINT = re.compile(r'"cache_control"')
 AGENT_HEADER = "x-claude-code-agent-id"
 Handler = Callable[["Request"], "Step | None"]
 
@@ -163,6 +165,7 @@ class ScriptedAPI:
         self.handler = handler
         self.cache = cache
         self._prefixes: list[str] = []
+        self._usages: dict[int, dict[str, int]] = {}
         self._lock = threading.RLock()
         self._state = _State()
         self.script(main, subagents)
@@ -253,6 +256,11 @@ class ScriptedAPI:
     def subagent_ids(self) -> list[str]:
         return list(dict.fromkeys(r.thread for r in self.requests if r.is_subagent))
 
+    def usage(self, request: Request) -> dict[str, int] | None:
+        """The usage the fake answered `request` with (None for errors and drops)."""
+        with self._lock:
+            return self._usages.get(request.index)
+
     @property
     def failures(self) -> list[str]:
         """Violations and script exhaustions recorded so far."""
@@ -309,17 +317,20 @@ class ScriptedAPI:
             return step
 
     def _cached_chars(self, request: Request) -> int:
-        """Prompt-cache simulation: the longest prefix (tools, then system, then messages, the API's cache
-        order) this request shares with any of the last 32 requests. Below 4,096 chars (the API's
-        minimum cacheable prompt, about 1,024 tokens) nothing is cached."""
+        """Prompt-cache simulation, as the API caches: only up to a `cache_control` breakpoint. The prefix
+        (tools, then system, then messages: the API's cache order) this request shares with any of the last
+        32 requests is cut back to the last breakpoint inside it; below 4,096 chars (the API's minimum
+        cacheable prompt, about 1,024 tokens) nothing is read."""
         if not self.cache:
             return 0
         body = request.body
-        text = json.dumps([body.get("tools"), body.get("system"), body.get("messages")], sort_keys=True)
+        text = json.dumps([body.get("tools"), body.get("system"), body.get("messages")])
         with self._lock:
-            best = max((_common_prefix(text, earlier) for earlier in self._prefixes), default=0)
+            shared = max((_common_prefix(text, earlier) for earlier in self._prefixes), default=0)
             self._prefixes = [*self._prefixes[-31:], text]
-        return best if best >= 4096 else 0
+        marks = [m.start() for m in _BREAKPOINT.finditer(text, 0, shared)]
+        read = marks[-1] if marks else 0
+        return read if read >= 4096 else 0
 
     def _thread_for(self, request: Request) -> _Thread | None:
         state = self._state
@@ -432,6 +443,7 @@ def _make_handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
 
         def _reply(self, step: Reply, request: Request) -> None:
             usage = step.usage.resolve(request.size, api._cached_chars(request))
+            api._usages[request.index] = usage
             message = materialize(step, str(request.body.get("model") or api.model), usage)
             if not request.stream:
                 self._json(200, message, request_id=f"req_fake_{request.index}")

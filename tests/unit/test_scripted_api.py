@@ -213,13 +213,22 @@ def test_stop_and_start_keep_the_port() -> None:
 
 def test_prompt_cache_is_simulated_on_shared_prefixes() -> None:
     """Derived usage splits into cache read (the prefix shared with an earlier request) and creation."""
-    history = [{"role": "user", "content": "p" * 20_000}, {"role": "assistant", "content": "ok"}]
-    with ScriptedAPI([text("a"), text("b"), text("c")]) as api:
-        first = json.loads(post(api, {"system": "S" * 8000, "messages": history[:1]})[1])["usage"]
-        second = json.loads(post(api, {"system": "S" * 8000, "messages": [*history, USER]})[1])["usage"]
-        other = json.loads(post(api, {"system": "T" * 8000, "messages": history[:1]})[1])["usage"]
+    mark = {"type": "ephemeral"}
+    history = [{"role": "user", "content": [{"type": "text", "text": "p" * 20_000, "cache_control": mark}]},
+               {"role": "assistant", "content": "ok"}]
+
+    def system(fill: str) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": fill * 8000, "cache_control": mark}]
+
+    with ScriptedAPI([text("a"), text("b"), text("c"), text("d")]) as api:
+        first = json.loads(post(api, {"system": system("S"), "messages": history[:1]})[1])["usage"]
+        second = json.loads(post(api, {"system": system("S"), "messages": [*history, USER]})[1])["usage"]
+        other = json.loads(post(api, {"system": system("T"), "messages": history[:1]})[1])["usage"]
+        unmarked = json.loads(post(api, {"system": "S" * 8000, "messages": [USER]})[1])["usage"]
     assert first["cache_read_input_tokens"] == 0 and first["input_tokens"] > 6000
     assert second["cache_read_input_tokens"] > 6000 and second["input_tokens"] == 1
+    assert second["cache_creation_input_tokens"] > 0  # read only up to the last breakpoint; the tail is new
+    assert unmarked["cache_read_input_tokens"] == 0  # no cache_control, no cache
     total = sum(second[k] for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
     assert abs(total - api.requests[1].size // 4) <= 1
     assert other["cache_read_input_tokens"] == 0  # the system prompt changed: the prefix broke early
