@@ -71,3 +71,36 @@ async def test_non_delegating_spec_gets_write_denied_by_the_whitelist(
     assert run.result.result == "gave up"
     assert not target.exists()
     assert "not among the tools this agent (reader) may use" in scripted_api.requests[1].result_text()
+
+
+@pytest.mark.parametrize("merged", [True, False])
+async def test_a_workers_webfetch_is_approved_through_the_coordinator(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, https_page: tuple[str, Path], merged: bool
+) -> None:
+    """S-6: the coordinator carries its workers' web tools in allowed_tools; without that, an unattended
+    worker's WebFetch needs an approval nobody gives (the control case, merged=False)."""
+    url, cert = https_page
+    scripted_api.script(
+        [tool_use("Agent", {"description": "fetch", "prompt": "FETCH-TASK: read the page",
+                            "subagent_type": "web", "run_in_background": False}),
+         text("coordinated")],
+        subagents={"FETCH-TASK": [
+            tool_use("WebFetch", {"url": url, "prompt": "summarise"}),
+            *([text("the page lists 200 paragraphs")] if merged else []),  # WebFetch's own model call
+            text("reported")]},
+    )
+    lead = coordinator("lead", "Goal: read a page.", {"web": worker("reads the web", "You read.",
+                                                                     tools=["WebFetch", "Read"])})
+    if not merged:
+        lead.allowed_tools.remove("WebFetch")
+    options = build_options(lead, cwd=workspace)
+    options.env = scripted_api.cli_env(tmp_path / "home", NODE_EXTRA_CA_CERTS=str(cert))
+    options.settings = '{"skipWebFetchPreflight": true}'
+    run = await collect("go", options)
+    assert run.result.result == "coordinated"
+    seen = scripted_api.subagent_requests()[-1].result_text()
+    if merged:
+        assert "WebFetch" in coordinator("l", "g", {"web": worker("d", "p", tools=["WebFetch"])}).allowed_tools
+        assert "200 paragraphs" in seen
+    else:
+        assert "200 paragraphs" not in seen and "permission" in seen.lower()
