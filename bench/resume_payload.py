@@ -23,7 +23,6 @@ model. `tiny`: the 3 smallest transcripts with at least 6 tool results, 3 of the
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,12 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from bench._table import row
+from flower._entries import block_chars  # the report counts visible characters the same way
 from flower.stores._transcript import result_text
 from flower.stores.jsonl import read_jsonl
 from flower.stores.rewrite import TrimPolicy, rewrite
+from tests.data.transcripts import TRANSCRIPTS  # the one place that locates them
 
 BENCH = "resume_payload"
-from tests.data.transcripts import TRANSCRIPTS  # noqa: E402 - the one place that locates them
+
 TRIGGER_CHARS = 400_000
 """100k tokens at about 4 characters a token: clear_tool_uses' default trigger."""
 CLEARED = "[cleared]"
@@ -58,30 +59,11 @@ def _blocks(entry: Mapping[str, Any]) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
-def _block_chars(block: Any) -> int:
-    if not isinstance(block, Mapping):
-        return 0
-    kind = block.get("type")
-    if kind == "text":
-        return len(str(block.get("text") or ""))
-    if kind == "thinking":
-        return len(str(block.get("thinking") or ""))
-    if kind == "tool_use":
-        return len(json.dumps(block.get("input") or {}, ensure_ascii=False))
-    if kind == "tool_result":
-        content = block.get("content")
-        if isinstance(content, str):
-            return len(content)
-        if isinstance(content, list):
-            return sum(_block_chars(part) for part in content)
-    return 0
-
-
 def visible_chars(entries: Iterable[Mapping[str, Any]]) -> int:
     """Model-visible characters of user and assistant messages (see the module docstring)."""
-    return sum(_block_chars(block) for entry in entries
+    return sum(block_chars(block) for entry in entries
                if entry.get("type") in ("user", "assistant") and entry.get("isApiErrorMessage") is not True
-               for block in _blocks(entry))
+               for block in _blocks(entry) if isinstance(block, Mapping))
 
 
 # --- the simulated policies ------------------------------------------------------------------------

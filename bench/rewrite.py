@@ -29,14 +29,13 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from flower.stores.jsonl import parse_jsonl
 from flower.stores.rewrite import EphemeralPolicy, rewrite
+from tests.data.transcripts import TRANSCRIPTS  # the one place that locates them
 
 BENCH = "rewrite"
-from tests.data.transcripts import TRANSCRIPTS  # noqa: E402 - the one place that locates them
 _POINTERS = ("uuid", "parentUuid", "logicalParentUuid", "leafUuid", "sourceToolAssistantUUID")
 
 

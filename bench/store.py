@@ -33,9 +33,9 @@ from claude_agent_sdk.types import SessionKey, SessionStore
 
 from flower.stores._common import dump_entry
 from flower.stores.sqlite import SqliteSessionStore
+from tests.data.transcripts import TRANSCRIPTS  # the one place that locates them
 
 BENCH = "store"
-from tests.data.transcripts import TRANSCRIPTS  # noqa: E402 - the one place that locates them
 DSN = os.environ.get("FLOWER_BENCH_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
 TURN_BATCH = 25
 EAGER_BATCH, EAGER_BYTES = 500, 1 << 20  # claude_agent_sdk/_internal/transcript_mirror_batcher.py
