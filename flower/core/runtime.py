@@ -108,6 +108,8 @@ class _Attempt:
     cost: float = 0.0
     turns: int = 0
     crossed: bool = False
+    stopped: bool = False
+    """Our PostToolUse hook ended the turn at a tool boundary because the threshold was crossed."""
     handoff: str | None = None
     interrupted: bool = False
 
@@ -216,6 +218,7 @@ class Runtime:
         """Run one step; model and API failures land in the result, never raise."""
         step = step_name or spec.name
         started, clock = _now(), time.monotonic()
+        self._interrupt = None  # an interrupt that arrived after the last step ended is void
         if self.workbench is not None:
             self.workbench.refresh()
         emit(on_event, Event("step", step, payload={"phase": "start", "resume": resume}))
@@ -351,7 +354,9 @@ class Runtime:
             self._client, self._loop = client, asyncio.get_running_loop()
             await client.query(message)
             await self._receive(client, attempt, meter, seen_calls, threshold, on_event)
-            if attempt.crossed and threshold is not None and not attempt.interrupted and attempt.error is None:
+            # A turn that ended by itself finished its work: no handoff now. A later step resuming this
+            # session crosses again at its first tool boundary and hands over then.
+            if attempt.stopped and not attempt.interrupted and attempt.error is None:
                 await self._ask_handoff(client, attempt, on_event)
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
             attempt.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
@@ -386,7 +391,7 @@ class Runtime:
         attempt.turns += msg.num_turns
         if self._interrupt is not None and msg.subtype == "error_during_execution":
             attempt.interrupted = True
-        elif msg.is_error and not attempt.crossed:
+        elif msg.is_error and not attempt.stopped:
             attempt.error = (msg.result or "; ".join(msg.errors or []) or msg.subtype).splitlines()[0]
             attempt.status = msg.api_error_status
         else:
@@ -423,6 +428,7 @@ class Runtime:
                     break
                 await anyio.sleep(0.01)
             if attempt.crossed:
+                attempt.stopped = True
                 return {"continue_": False, "stopReason": "flower: handoff to a new generation"}
             return {}
 

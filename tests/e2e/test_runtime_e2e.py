@@ -204,3 +204,22 @@ async def test_workers_act_unattended_even_without_glance(
     assert made.exists() and "42" in scripted_api.subagent_requests()[-1].result_text()
     # approved by a hook, not a permission callback: no AskUserQuestion tool (~4,600 chars) on every request
     assert "AskUserQuestion" not in scripted_api.main_requests[0].tool_names
+
+
+async def test_a_turn_that_finishes_over_the_threshold_hands_over_at_the_next_steps_first_tool(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """S-22: a finished turn is not handed over (its work is done); the next step resuming the session
+    crosses at its first tool boundary and hands over there."""
+    scripted_api.script([
+        text("all done in step one", usage=Usage(input_tokens=160_000)),
+        tool_use("Bash", {"command": "echo next"}, usage=Usage(input_tokens=161_000)),
+        text(HANDOFF_DOC),
+        text("step two finished in generation two", usage=Usage(input_tokens=4_000)),
+    ])
+    rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=200_000))
+    one = await rt.run(solo(), "step one")
+    assert one.ok and one.retired == () and one.text == "all done in step one"
+    two = await rt.run(solo(), "step two", resume=one.session_id)
+    assert two.ok and two.retired == (one.session_id,) and two.text == "step two finished in generation two"
+    assert "PLANTED-DECISION-77" in scripted_api.requests[-1].last_user_text()
