@@ -175,8 +175,8 @@ def rows(a: Measured, b: Measured, tiny: bool) -> list[dict[str, Any]]:
         row(BENCH, "main messages only, final (Request.chars)", b.main_messages[-1], "chars",
             b.main_messages[-1] / a.main_messages[-1], f"flower vs plain {a.main_messages[-1]:,}"),
         row(BENCH, "flower: tokens per delegated task", slope, "tokens/task", None,
-            f"goal < 1,000; mean of {len(b.dispatch_growth)} dispatches: brief + relay line "
-            f"({b.relay} chars) + the CLI's hand-back wrapper + the worker's reply"),
+            f"goal < 1,000; mean of {len(b.dispatch_growth)} dispatches: brief + the CLI's hand-back wrapper + "
+            f"the worker's reply (the {b.relay}-char relay line reaches the subagent only)"),
         row(BENCH, "flower: outputs spilled to files", len(b.spilled), "outputs", None,
             f"{sum(b.spilled):,} chars moved off the workers' threads (the test logs)"),
         row(BENCH, "test-log lines on the main thread, final", b.log_lines_on_main, "lines", None,
