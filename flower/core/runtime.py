@@ -23,7 +23,6 @@ import contextlib
 import fcntl
 import json
 import os
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -250,7 +249,7 @@ class Runtime:
         client, loop = self._client, self._loop
         if client is None or loop is None:
             return
-        if threading.current_thread() is threading.main_thread() and _running_loop() is loop:
+        if _running_loop() is loop:  # called from the run's own event loop (an on_event callback)
             loop.create_task(client.interrupt())
         else:
             asyncio.run_coroutine_threadsafe(client.interrupt(), loop)
