@@ -148,7 +148,7 @@ The concrete next steps, in order.
 Paths, commands, workbench files and ids the next session needs."""
 HANDOFF_RETRY = "The document needs non-empty `## Doing` and `## Next` sections. Write it again, complete."
 
-# The first message of a new generation: the handoff, then the workbench listing.
+# The first message of a new generation (after the workbench listing, with the cache-stable placement).
 HANDOFF_CONTINUE = """\
 You are continuing a long-running task in a fresh session (generation {generation}). The previous session
 wrote this handoff (also saved at {path}):
