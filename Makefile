@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.flower-installed
 
-.PHONY: demo test bench setup
+.PHONY: demo test bench setup lint
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -21,3 +21,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+lint: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(VENV)/bin/ruff check --select F,E9,B --ignore B008,B904,B905 flower bench tests
+	$(VENV)/bin/mypy flower

@@ -51,7 +51,7 @@ class Event:
 
     @property
     def on_main(self) -> bool:
-        return self.payload.get("agent", "main") == "main"
+        return bool(self.payload.get("agent", "main") == "main")
 
 
 OnEvent = Callable[[Event], Any]

@@ -386,7 +386,7 @@ def _check_gaps(src: str, start: int, end: int, children: list) -> None:  # type
 def _judge_node(node: object, src: str) -> None:
     kind = node.kind  # type: ignore[attr-defined]
     if kind == "list":
-        _check_gaps(src, *node.pos, node.parts)  # type: ignore[attr-defined]
+        _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
         for part in node.parts:  # type: ignore[attr-defined]
             if part.kind == "operator":
                 if part.op not in (";", "&&", "||"):
@@ -394,7 +394,7 @@ def _judge_node(node: object, src: str) -> None:
             else:
                 _judge_node(part, src)
     elif kind == "pipeline":
-        _check_gaps(src, *node.pos, node.parts)  # type: ignore[attr-defined]
+        _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
         for part in node.parts:  # type: ignore[attr-defined]
             if part.kind == "pipe":
                 if part.pipe not in ("|", "|&"):
@@ -403,7 +403,7 @@ def _judge_node(node: object, src: str) -> None:
                 _judge_node(part, src)
     elif kind == "command":
         _judge_command(node, src)
-        _check_gaps(src, *node.pos, node.parts)  # type: ignore[attr-defined]
+        _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
     else:
         raise _Refuse("construct", _KINDS.get(kind, kind))
 

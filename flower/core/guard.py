@@ -72,7 +72,7 @@ def delegate_guard(
     reason = texts.DELEGATE_DENIAL.format(where=where)
     lead_types = frozenset(leads)
 
-    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
         if not _on_main(input_data, lead_types):
             return {}
         if input_data.get("tool_name") == "Bash" and allow_glance:
@@ -96,7 +96,7 @@ def whitelist_guard(allowed: Iterable[str], *, name: str = "this agent") -> Hook
     if not banned:
         return None
 
-    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
         if input_data.get("agent_id"):
             return {}
         return _deny(texts.WHITELIST_DENIAL.format(tool=input_data.get("tool_name"), name=name))
@@ -114,7 +114,7 @@ def approve_subagents(*, leads: Collection[str] = ()) -> HookMatcher:
     """
     lead_types = frozenset(leads)
 
-    async def approve(input_data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+    async def approve(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
         if _on_main(input_data, lead_types):
             return {}
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
@@ -123,7 +123,7 @@ def approve_subagents(*, leads: Collection[str] = ()) -> HookMatcher:
     return HookMatcher(matcher=None, hooks=[approve])
 
 
-def merge_hooks(*groups: Mapping[str, Iterable[HookMatcher]] | None) -> Hooks:
+def merge_hooks(*groups: Mapping[Any, Iterable[HookMatcher]] | None) -> Hooks:
     """Concatenate hook groups per event, in order; None groups are skipped, empty events dropped."""
     merged: Hooks = {}
     for group in groups:

@@ -200,7 +200,8 @@ class Runtime:
             return base
         if project is not None:
             base = ProjectScopedStore(base, project)
-        return RewritingSessionStore(base, workspace=self.workspace, **policies)
+        # The class mirrors the base's optional methods at construction (see its __new__).
+        return RewritingSessionStore(base, workspace=self.workspace, **policies)  # type: ignore[abstract]
 
     # --- public ---------------------------------------------------------------------------------
 
@@ -371,8 +372,8 @@ class Runtime:
         threshold: int | None, on_event: OnEvent | None,
     ) -> None:
         async for msg in client.receive_response():
-            if attempt.session_id is None and getattr(msg, "session_id", None):
-                attempt.session_id = msg.session_id
+            if attempt.session_id is None:
+                attempt.session_id = getattr(msg, "session_id", None)
             for event in to_events(msg):
                 emit(on_event, event)
             if isinstance(msg, AssistantMessage) and msg.parent_tool_use_id is None and msg.model != "<synthetic>":
@@ -417,7 +418,7 @@ class Runtime:
     def _stop_hook(self, attempt: _Attempt, seen_calls: set[str]) -> HookMatcher:
         """PostToolUse on the main thread: end the turn at this tool boundary once the threshold is crossed."""
 
-        async def stop(input_data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        async def stop(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
             if input_data.get("agent_id"):
                 return {}
             # The message stream and hook calls race; wait until the receive loop has seen this call's

@@ -153,8 +153,8 @@ def _absolute(path: str, cwd: str | None) -> str:
 
 def _scripts_run(workbench: Workbench, command: str, cwd: str | None, known: set[str]) -> set[str]:
     by_name: dict[str, str] = {}
-    for rel in sorted(known):
-        by_name.setdefault(rel.rsplit("/", 1)[-1], rel)
+    for name in sorted(known):
+        by_name.setdefault(name.rsplit("/", 1)[-1], name)
     found: set[str] = set()
     for words in simple_commands(command):
         target = _executed_word(words)

@@ -413,7 +413,7 @@ def _migrate(conn: psycopg.Connection[Any], schema: str, where: str) -> None:
             )
         for migration in MIGRATIONS[current:]:
             for statement in migration.statements:
-                conn.execute(sql.SQL(statement).format(schema=ident))  # type: ignore[arg-type]
+                conn.execute(sql.SQL(statement).format(schema=ident))
             conn.execute(
                 sql.SQL("INSERT INTO {}.schema_version (version, name) VALUES (%s, %s)").format(ident),
                 (migration.version, migration.name),

@@ -95,7 +95,7 @@ class Request:
     def last_user(self) -> dict[str, Any]:
         for message in reversed(self.messages):
             if message.get("role") == "user":
-                return message
+                return dict(message)
         return {}
 
     def last_user_text(self) -> str:
