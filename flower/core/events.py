@@ -117,11 +117,19 @@ def to_events(message: Any) -> list[Event]:
     return [Event("unknown", type(message).__name__)]
 
 
+_failed: set[int] = set()
+
+
 def emit(callback: OnEvent | None, event: Event) -> None:
-    """Call `callback(event)`; its exceptions are logged, never raised."""
+    """Call `callback(event)`; its exceptions are logged (the first with its traceback), never raised."""
     if callback is None:
         return
     try:
         callback(event)
-    except Exception:  # a UI callback must never kill the run
-        log.exception("on_event callback failed for a %s event", event.kind)
+    except Exception as exc:  # a UI callback must never kill the run
+        if id(callback) in _failed:
+            log.debug("on_event callback failed again (%s event): %s", event.kind, exc)
+        else:
+            _failed.add(id(callback))
+            log.exception("on_event callback failed for a %s event; later failures are logged at debug level",
+                          event.kind)

@@ -102,6 +102,8 @@ class ContextMeter:
 
     per_message: list[int] = field(default_factory=list)
     """Context of each distinct main-thread API message, in order."""
+    warned: bool = False
+    """The near-threshold warning was given."""
     _seen: set[str] = field(default_factory=set)
 
     def observe(self, message_id: str | None, usage: Mapping[str, Any] | None) -> bool:

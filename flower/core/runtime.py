@@ -377,12 +377,22 @@ class Runtime:
             for event in to_events(msg):
                 emit(on_event, event)
             if isinstance(msg, AssistantMessage) and msg.parent_tool_use_id is None and msg.model != "<synthetic>":
-                meter.observe(msg.message_id, msg.usage)
-                if threshold is not None and meter.current >= threshold:
-                    attempt.crossed = True
+                if meter.observe(msg.message_id, msg.usage) and threshold is not None:
+                    self._watch(meter, threshold, attempt, on_event)
                 seen_calls.update(b.id for b in msg.content if isinstance(b, ToolUseBlock))
             elif isinstance(msg, ResultMessage):
                 self._settle(attempt, msg)
+
+    def _watch(self, meter: ContextMeter, threshold: int, attempt: _Attempt, on_event: OnEvent | None) -> None:
+        """Mark the crossing, and warn once when the context first comes within 20k tokens of it."""
+        if meter.current >= threshold:
+            attempt.crossed = True
+        elif meter.current >= threshold - 20_000 and not meter.warned:
+            meter.warned = True
+            emit(on_event, Event("system", f"main-thread context {meter.current:,} tokens: within 20,000 of the "
+                                           f"handoff threshold {threshold:,}",
+                                 payload={"subtype": "context_warning", "context": meter.current,
+                                          "threshold": threshold}))
 
     def _settle(self, attempt: _Attempt, msg: ResultMessage) -> None:
         attempt.result = msg

@@ -46,22 +46,30 @@ async def test_crossing_the_threshold_hands_over_to_a_new_generation(
     """S-22, S-24: the same session writes the handoff; generation 2 starts from it."""
     scripted_api.script([
         tool_use("Bash", {"command": "echo one"}, usage=Usage(input_tokens=40_000)),
+        tool_use("Bash", {"command": "echo near"}, usage=Usage(input_tokens=135_000)),
         tool_use("Bash", {"command": "echo two"}, usage=Usage(input_tokens=100_000, cache_read_input_tokens=60_000)),
         text(HANDOFF_DOC, usage=Usage(input_tokens=170_000)),
         text("generation two finished", usage=Usage(input_tokens=5_000)),
     ])
     rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=200_000))
     events: list[Event] = []
-    result = await rt.run(solo(), "port the parser", on_event=events.append)
+
+    def record(event: Event) -> None:
+        events.append(event)
+        raise RuntimeError("a broken UI callback")  # L-3: must not kill the run
+
+    result = await rt.run(solo(), "port the parser", on_event=record)
 
     assert result.ok and result.text == "generation two finished"
-    assert result.contexts == (40_000, 160_000, 5_000) and result.context == 5_000
+    assert result.contexts == (40_000, 135_000, 160_000, 5_000) and result.context == 5_000
+    warnings = [e for e in events if e.payload.get("subtype") == "context_warning"]
+    assert [w.payload["context"] for w in warnings] == [135_000]  # once, 20k before the 150k threshold
     (retired,) = result.retired
     assert retired != result.session_id and result.attempts == 2
     (path,) = result.handoffs
     assert Path(path) == workspace / ".flower" / "notes" / "handoff-solo.md"
     assert "PLANTED-DECISION-77" in Path(path).read_text()
-    asked, first_of_gen2 = scripted_api.requests[2], scripted_api.requests[3]
+    asked, first_of_gen2 = scripted_api.requests[3], scripted_api.requests[4]
     assert "Your context is nearly full" in asked.last_user_text()
     assert "PLANTED-DECISION-77" in first_of_gen2.last_user_text()
     assert len(first_of_gen2.messages) < len(asked.messages)  # a fresh session, not a continuation
