@@ -1,4 +1,4 @@
-"""The first python block of docs/testing.md runs as written (docs examples come from real runs)."""
+"""The first python block of each guide runs as written (docs examples come from real runs)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ pytestmark = pytest.mark.e2e
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def test_testing_md_first_example_runs(tmp_path: Path) -> None:
-    block = re.search(r"```python\n(.*?)```", (DOCS / "testing.md").read_text(), re.DOTALL)
-    assert block, "docs/testing.md has no python block"
+@pytest.mark.parametrize("guide", ["testing.md", "runtime.md"])
+def test_first_example_runs(tmp_path: Path, guide: str) -> None:
+    block = re.search(r"```python\n(.*?)```", (DOCS / guide).read_text(), re.DOTALL)
+    assert block, f"docs/{guide} has no python block"
     script = tmp_path / "example.py"
     script.write_text(block.group(1))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
