@@ -170,7 +170,7 @@ class ScriptedAPI:
         self._state = _State()
         self.script(main, subagents)
         self._port = port
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     # --- scripting ----------------------------------------------------------------------------
@@ -217,11 +217,13 @@ class ScriptedAPI:
         return self
 
     def stop(self) -> None:
-        """Stop listening (clients get connection refused); `start()` again reuses the port."""
+        """Stop listening and cut open connections (clients get refused or reset); `start()` again
+        reuses the port."""
         if self._server is None:
             return
         self._server.shutdown()
         self._server.server_close()
+        self._server.drop_connections()
         self._server = None
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -392,8 +394,34 @@ def cli_env(base_url: str, home: str | Path, **extra: str) -> dict[str, str]:
 
 
 class _Server(ThreadingHTTPServer):
+    """Tracks open client connections so that `stop()` ends kept-alive ones too: an outage, not a drain."""
+
     daemon_threads = True
     allow_reuse_address = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.open_connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self.open_connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self.open_connections.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        with self._connections_lock:
+            connections = list(self.open_connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def _make_handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:

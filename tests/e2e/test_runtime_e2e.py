@@ -19,7 +19,7 @@ from flower.core.events import Event
 from flower.core.handoff import HandoffPolicy
 from flower.core.resilience import RetryPolicy
 from flower.core.runtime import Runtime
-from flower.testing import Drop, ScriptedAPI, Usage, api_error, prompt_too_long, text, tool_use
+from flower.testing import ScriptedAPI, Usage, api_error, prompt_too_long, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -127,20 +127,22 @@ async def test_endpoint_down_for_a_while_is_waited_for(
     scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
 ) -> None:
     """L-4: while the endpoint refuses connections the runtime probes it, then resumes."""
-    scripted_api.script([tool_use("Bash", {"command": "echo before"}), Drop(0), Drop(0), Drop(0), Drop(0),
+    # The endpoint goes down while the tool runs (1 s), so the next request cannot slip in before it.
+    scripted_api.script([tool_use("Bash", {"command": 'python3 -c "import time; time.sleep(1)"'}),
                          text("back online")])
     rt = runtime(scripted_api, tmp_path, workspace)
-    restarted = threading.Event()
+    down = threading.Event()
 
     def outage(event: Event) -> None:
-        if event.kind == "tool_result" and not restarted.is_set():
-            restarted.set()
+        if event.kind == "tool_call" and not down.is_set():
+            down.set()
             scripted_api.stop()
-            threading.Timer(3.0, scripted_api.start).start()
+            threading.Timer(4.0, scripted_api.start).start()
 
     result = await rt.run(solo(), "work", on_event=outage)
     assert result.ok and result.text == "back online"
     assert result.attempts >= 2 and result.retries
+    assert len(scripted_api.requests) == 2  # refused connections never reached the fake
 
 
 async def test_prompt_too_long_forces_a_degraded_handoff(
