@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -46,53 +44,21 @@ from flower.core.agent import AgentSpec, build_options
 from flower.core.compact import CompactPolicy
 from flower.core.events import Event, OnEvent, emit, to_events
 from flower.core.guard import approve_subagents
-from flower.core.handoff import ContextMeter, HandoffPolicy, degraded_handoff, is_context_overflow, parse_handoff, save_handoff
+from flower.core.handoff import (
+    ContextMeter,
+    HandoffPolicy,
+    degraded_handoff,
+    is_context_overflow,
+    parse_handoff,
+    save_handoff,
+)
 from flower.core.resilience import RetryPolicy, classify, wait_for_endpoint
+from flower.core.steps import StepResult, append_manifest
 from flower.errors import ConfigError
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
 Placement = Literal["user", "system"]
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """What one step did, added up over its generations and attempts."""
-
-    step: str
-    """The step's name."""
-    session_id: str | None
-    """The last generation's session id."""
-    ok: bool
-    """The step ended with a successful result."""
-    cost_usd: float
-    """Summed over every query of every attempt and generation."""
-    num_turns: int
-    """Summed likewise."""
-    text: str
-    """The main thread's prose of the last result."""
-    error: str | None = None
-    """Why the step failed, one line."""
-    errors: tuple[str, ...] = ()
-    """Every error met on the way, retried or not."""
-    attempts: int = 1
-    """Sessions started or resumed to finish the step."""
-    resumed: bool = False
-    """The step began by resuming an earlier session."""
-    retired: tuple[str, ...] = ()
-    """Session ids of earlier generations, oldest first."""
-    handoffs: tuple[str, ...] = ()
-    """Paths of the handoff documents written."""
-    context: int = 0
-    """The main thread's context in tokens at the last API message."""
-    contexts: tuple[int, ...] = ()
-    """Main-thread context per API message, across generations."""
-    retries: tuple[dict[str, Any], ...] = ()
-    """Each retry: attempt, kind, error, delay."""
-    started: str = ""
-    ended: str = ""
-    duration: float = 0.0
-    """Seconds."""
 
 
 @dataclass
@@ -448,10 +414,9 @@ class Runtime:
         return {**os.environ, **self.env}
 
     def _options(self, spec: AgentSpec, resume: str | None, fork: bool, stop_hook: HookMatcher | None) -> Any:
+        from flower.core.guard import merge_hooks
         from flower.core.spill import spill_guard
         from flower.core.workbench import workbench_hooks
-
-        from flower.core.guard import merge_hooks
 
         wb = self.workbench if spec.workbench else None
         env = dict(self.env)
@@ -479,24 +444,6 @@ class Runtime:
             "policies": self._policies,
         }
         append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result), **where})
-
-
-def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
-    """Add one row to `run_dir/manifest.json`: read-modify-write under an exclusive file lock, atomic
-    replace, so parallel processes never lose each other's rows and a crash never leaves half a file."""
-    path = run_dir / "manifest.json"
-    with open(run_dir / ".manifest.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            data = json.loads(path.read_text()) if path.exists() else {"steps": []}
-        except ValueError:
-            # Never drop what is stored: keep the unreadable file beside the new one.
-            path.replace(path.with_name(f"manifest.unreadable-{int(time.time())}.json"))
-            data = {"steps": []}
-        data["steps"].append(dict(row))
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False))
-        tmp.replace(path)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -21,115 +21,23 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import struct
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from flower.errors import ScriptError
-from flower.testing.replies import DEFAULT_MODEL, Drop, Error, Reply, Step, error_body, materialize, sse_events
+from flower.testing.http import Server, make_handler
+from flower.testing.replies import DEFAULT_MODEL, Error, Step
+from flower.testing.request import MAIN, Request
 from flower.testing.strict import request_problems
 
-__all__ = ["MAIN", "Request", "ScriptedAPI", "cli_env"]
+__all__ = ["MAIN", "Request", "ScriptedAPI", "cli_env"]  # MAIN and Request re-exported from .request
 
-MAIN = "main"
 _BREAKPOINT = re.compile(r'"cache_control"')
 AGENT_HEADER = "x-claude-code-agent-id"
 Handler = Callable[["Request"], "Step | None"]
-
-
-@dataclass(frozen=True)
-class Request:
-    """One recorded `POST /v1/messages` request."""
-
-    index: int
-    """Position among all recorded message requests, from 0."""
-    thread: str
-    """`"main"` or the subagent's id."""
-    headers: Mapping[str, str]
-    """Request headers, lower-cased names."""
-    body: Mapping[str, Any]
-    """The parsed JSON body."""
-    size: int
-    """Length in bytes of the raw body."""
-
-    @property
-    def is_subagent(self) -> bool:
-        return self.thread != MAIN
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        return list(self.body.get("messages") or [])
-
-    @property
-    def stream(self) -> bool:
-        return bool(self.body.get("stream"))
-
-    @cached_property
-    def system_text(self) -> str:
-        system = self.body.get("system") or ""
-        if isinstance(system, str):
-            return system
-        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, Mapping))
-
-    @cached_property
-    def text(self) -> str:
-        """All text of the messages (text, tool_result and tool_use inputs) joined, for `in` checks."""
-        return "\n".join(_block_text(b) for m in self.messages for b in _content(m))
-
-    @property
-    def chars(self) -> int:
-        """Total characters of the messages' JSON: the context-size proxy of this request."""
-        return len(json.dumps(self.messages, ensure_ascii=False))
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [str(t.get("name")) for t in self.body.get("tools") or []]
-
-    def last_user(self) -> dict[str, Any]:
-        for message in reversed(self.messages):
-            if message.get("role") == "user":
-                return dict(message)
-        return {}
-
-    def last_user_text(self) -> str:
-        return "\n".join(_block_text(b) for b in _content(self.last_user()))
-
-    def tool_results(self) -> list[dict[str, Any]]:
-        """The `tool_result` blocks of the last user message."""
-        return [b for b in _content(self.last_user()) if b.get("type") == "tool_result"]
-
-    def result_text(self, tool_use_id: str | None = None) -> str:
-        """Text of the last user message's tool results (of one id, when given)."""
-        return "\n".join(_block_text(b) for b in self.tool_results()
-                         if tool_use_id is None or b.get("tool_use_id") == tool_use_id)
-
-
-def _content(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    content = message.get("content")
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [b for b in content or [] if isinstance(b, dict)]
-
-
-def _block_text(block: Mapping[str, Any]) -> str:
-    kind = block.get("type")
-    if kind == "text":
-        return str(block.get("text", ""))
-    if kind == "tool_result":
-        inner = block.get("content")
-        if isinstance(inner, list):
-            return "\n".join(_block_text(b) for b in inner if isinstance(b, Mapping))
-        return str(inner or "")
-    if kind == "tool_use":
-        return json.dumps(block.get("input", {}), ensure_ascii=False)
-    return ""
 
 
 @dataclass
@@ -170,7 +78,7 @@ class ScriptedAPI:
         self._state = _State()
         self.script(main, subagents)
         self._port = port
-        self._server: _Server | None = None
+        self._server: Server | None = None
         self._thread: threading.Thread | None = None
 
     # --- scripting ----------------------------------------------------------------------------
@@ -209,7 +117,7 @@ class ScriptedAPI:
     def start(self) -> ScriptedAPI:
         if self._server is not None:
             return self
-        server = _Server(("127.0.0.1", self._port), _make_handler(self))
+        server = Server(("127.0.0.1", self._port), make_handler(self))
         self._port = server.server_address[1]
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="flower-scripted-api", daemon=True)
@@ -391,127 +299,3 @@ def cli_env(base_url: str, home: str | Path, **extra: str) -> dict[str, str]:
     }
     env.update(extra)
     return env
-
-
-class _Server(ThreadingHTTPServer):
-    """Tracks open client connections so that `stop()` ends kept-alive ones too: an outage, not a drain."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.open_connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._connections_lock:
-            self.open_connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
-            self.open_connections.discard(request)
-        super().shutdown_request(request)
-
-    def drop_connections(self) -> None:
-        with self._connections_lock:
-            connections = list(self.open_connections)
-        for connection in connections:
-            try:
-                connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-def _make_handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
-    class _Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet server
-            return
-
-        def do_GET(self) -> None:  # noqa: N802
-            self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not found"}})
-
-        do_HEAD = do_GET  # noqa: N815
-        do_PUT = do_GET  # noqa: N815
-        do_DELETE = do_GET  # noqa: N815
-
-        def do_POST(self) -> None:  # noqa: N802
-            path = self.path.split("?", 1)[0]
-            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-            if path == "/v1/messages/count_tokens":
-                self._count_tokens(raw)
-            elif path == "/v1/messages":
-                self._messages(raw)
-            else:
-                self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not found"}})
-
-        def _count_tokens(self, raw: bytes) -> None:
-            self._json(200, {"input_tokens": max(1, len(raw) // 4)})
-
-        def _messages(self, raw: bytes) -> None:
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                self._json(400, error_body(Error(400, "request body is not valid JSON")))
-                return
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            request = api._record(headers, body, len(raw))
-            step = api._next_step(request)
-            if step.delay:
-                time.sleep(step.delay)
-            if isinstance(step, Error):
-                self._json(step.status, error_body(step), request_id=f"req_fake_{request.index}")
-            elif isinstance(step, Drop):
-                self._drop(step, request)
-            else:
-                self._reply(step, request)
-
-        def _reply(self, step: Reply, request: Request) -> None:
-            usage = step.usage.resolve(request.size, api._cached_chars(request))
-            api._usages[request.index] = usage
-            message = materialize(step, str(request.body.get("model") or api.model), usage)
-            if not request.stream:
-                self._json(200, message, request_id=f"req_fake_{request.index}")
-                return
-            payload = b"".join(sse_events(message, step.chunk))
-            self._sse_head(len(payload), request)
-            self.wfile.write(payload)
-            self.wfile.flush()
-
-        def _drop(self, step: Drop, request: Request) -> None:
-            usage = Reply(()).usage.resolve(request.size)
-            message = materialize(Reply((), stop_reason="end_turn"), api.model, usage)
-            events = list(sse_events(message, 40))[: step.after_events]
-            self._sse_head(100_000, request)
-            for event in events:
-                self.wfile.write(event)
-            self.wfile.flush()
-            # RST instead of FIN: the client sees ECONNRESET, as on a real network drop.
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.close_connection = True
-
-        def _sse_head(self, length: int, request: Request) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream; charset=utf-8")
-            self.send_header("cache-control", "no-cache")
-            self.send_header("request-id", f"req_fake_{request.index}")
-            self.send_header("content-length", str(length))
-            self.end_headers()
-
-        def _json(self, status: int, payload: Mapping[str, Any], request_id: str | None = None) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            if request_id:
-                self.send_header("request-id", request_id)
-            if status in (429, 529):
-                self.send_header("retry-after", "0")
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
-
-    return _Handler

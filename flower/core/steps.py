@@ -1,0 +1,76 @@
+"""What a step leaves behind: its `StepResult`, and a row in the run's manifest (L-2).
+
+Invariant: `append_manifest` never loses a row to a parallel writer (read-modify-write under an exclusive
+file lock, atomic replace) and never drops what is stored (an unreadable manifest is kept aside).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["StepResult", "append_manifest"]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step did, added up over its generations and attempts."""
+
+    step: str
+    """The step's name."""
+    session_id: str | None
+    """The last generation's session id."""
+    ok: bool
+    """The step ended with a successful result."""
+    cost_usd: float
+    """Summed over every query of every attempt and generation."""
+    num_turns: int
+    """Summed likewise."""
+    text: str
+    """The main thread's prose of the last result."""
+    error: str | None = None
+    """Why the step failed, one line."""
+    errors: tuple[str, ...] = ()
+    """Every error met on the way, retried or not."""
+    attempts: int = 1
+    """Sessions started or resumed to finish the step."""
+    resumed: bool = False
+    """The step began by resuming an earlier session."""
+    retired: tuple[str, ...] = ()
+    """Session ids of earlier generations, oldest first."""
+    handoffs: tuple[str, ...] = ()
+    """Paths of the handoff documents written."""
+    context: int = 0
+    """The main thread's context in tokens at the last API message."""
+    contexts: tuple[int, ...] = ()
+    """Main-thread context per API message, across generations."""
+    retries: tuple[dict[str, Any], ...] = ()
+    """Each retry: attempt, kind, error, delay."""
+    started: str = ""
+    ended: str = ""
+    duration: float = 0.0
+    """Seconds."""
+
+
+def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
+    """Add one row to `run_dir/manifest.json`: read-modify-write under an exclusive file lock, atomic
+    replace, so parallel processes never lose each other's rows and a crash never leaves half a file."""
+    path = run_dir / "manifest.json"
+    with open(run_dir / ".manifest.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            data = json.loads(path.read_text()) if path.exists() else {"steps": []}
+        except ValueError:
+            # Never drop what is stored: keep the unreadable file beside the new one.
+            path.replace(path.with_name(f"manifest.unreadable-{int(time.time())}.json"))
+            data = {"steps": []}
+        data["steps"].append(dict(row))
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False))
+        tmp.replace(path)
