@@ -115,6 +115,7 @@ _QUERIES = {
     "transcript": "SELECT id FROM {schema}.transcripts WHERE project_key = %s AND session_id = %s AND subpath = %s",
     "find": """SELECT project_key FROM {schema}.transcripts WHERE session_id = %s AND subpath = ''
         ORDER BY mtime DESC LIMIT 1""",
+    "projects": "SELECT DISTINCT project_key FROM {schema}.transcripts ORDER BY project_key",
     "has": "SELECT 1 FROM {schema}.transcripts WHERE project_key = %s AND session_id = %s AND subpath = ''",
     "assistants_before": """SELECT seq, payload FROM {schema}.entries
         WHERE transcript = %s AND type = 'assistant' AND seq < %s ORDER BY seq DESC LIMIT 200""",
@@ -228,6 +229,11 @@ class PostgresSessionStore(SessionStore):
         with self._sync() as conn:
             row = conn.execute(self._q["find"], (session_id,)).fetchone()
         return None if row is None else {"project_key": row[0], "session_id": session_id}
+
+    def project_keys(self) -> list[str]:
+        """Every project key with a stored transcript, sorted (for listings without a manifest)."""
+        with self._sync() as conn:
+            return [row[0] for row in conn.execute(self._q["projects"]).fetchall()]
 
     def last_context(self, key: SessionKey) -> int | None:
         """Main-thread context of the last turn (`_common.last_context`), paging backwards from the end."""

@@ -181,6 +181,12 @@ class SqliteSessionStore(SessionStore):
         )
         return {"project_key": rows[0][0], "session_id": session_id} if rows else None
 
+    def project_keys(self) -> list[str]:
+        """Every project key with a stored transcript, sorted (for listings without a manifest)."""
+        rows = self._read(lambda conn: conn.execute(
+            "SELECT DISTINCT project_key FROM transcripts ORDER BY project_key").fetchall())
+        return [row[0] for row in rows]
+
     def last_context(self, key: SessionKey) -> int | None:
         """Main-thread context of the last turn (`_common.last_context`), reading backwards from the end."""
         tkey = TranscriptKey.of(key)

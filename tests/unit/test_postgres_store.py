@@ -446,3 +446,9 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(server: str, schema: str)
     stored_ns = [e["n"] for e in loaded]
     # Everything acknowledged is there; at most the one batch in flight also landed, and only whole.
     assert stored_ns in (list(range(len(acked) * 25)), list(range((len(acked) + 1) * 25)))
+
+
+async def test_project_keys_lists_every_project(store: PostgresSessionStore) -> None:
+    for project in ("-b-repo", "-a-repo", "-b-repo"):
+        await store.append({"project_key": project, "session_id": f"s{project}"}, [user(f"u{project}", "hi")])
+    assert store.project_keys() == ["-a-repo", "-b-repo"]

@@ -462,3 +462,10 @@ async def test_same_answers_as_the_sdk_in_memory_store(store: SqliteSessionStore
     theirs = await reference.list_session_summaries(KEY["project_key"])
     assert [(s["session_id"], s["data"]) for s in ours] == [(s["session_id"], s["data"]) for s in theirs]
     assert await store.list_subkeys(KEY) == await reference.list_subkeys(KEY)
+
+
+def test_project_keys_lists_every_project(tmp_path: Path) -> None:
+    with SqliteSessionStore(tmp_path / "s.db") as store:
+        for project in ("-b-repo", "-a-repo", "-b-repo"):
+            store.append_sync({"project_key": project, "session_id": f"s{project}"}, [{"type": "x", "uuid": project}])
+        assert store.project_keys() == ["-a-repo", "-b-repo"]
