@@ -448,6 +448,7 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(server: str, schema: str)
     assert stored_ns in (list(range(len(acked) * 25)), list(range((len(acked) + 1) * 25)))
 
 
+@pytest.mark.anyio
 async def test_project_keys_lists_every_project(store: PostgresSessionStore) -> None:
     for project in ("-b-repo", "-a-repo", "-b-repo"):
         await store.append({"project_key": project, "session_id": f"s{project}"}, [user(f"u{project}", "hi")])
