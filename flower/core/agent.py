@@ -8,6 +8,11 @@ Invariants:
 - `fork` or `resume_at` without `resume` is an error, not a silent no-op.
 - A delegating spec may not set `tools`: the CLI's tool list is session-wide and would strip its
   subagents too (checked with the real CLI: a worker's Write became "disabled for this session").
+- Lean by default: the CLI's optional built-in tools that neither the spec nor any of its agents names
+  (`OPTIONAL_BUILTINS`: Workflow, ScheduleWakeup, ReportFindings, ListAgents, Skill; about 17,000 chars
+  of definitions plus their system-prompt text) are left out of the session with `disallowed_tools`.
+  Nothing anyone asked for is removed, and an agent that inherits every tool (`tools=None`) keeps them
+  all. This is not a wall (S-5: walls are hooks): it only stops paying for tools nobody can use.
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ from flower.core.compact import CompactPolicy
 from flower.core.guard import merge_hooks, spec_guards
 from flower.errors import ConfigError
 
-__all__ = ["AgentSpec", "build_options"]
+__all__ = ["OPTIONAL_BUILTINS", "AgentSpec", "build_options", "unused_builtins"]
+
+OPTIONAL_BUILTINS = ("Workflow", "ScheduleWakeup", "ReportFindings", "ListAgents", "Skill")
+"""Built-in tools of the bundled CLI that a flower spec never needs unless it names them."""
 
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
@@ -71,6 +79,8 @@ class AgentSpec:
     """Deliver the workbench block (rules and listing) to this spec when the runtime has a workbench."""
     leads: tuple[str, ...] = ()
     """Agent types walled like the main thread: sub-leads that dispatch further subagents (L-1)."""
+    lean: bool = True
+    """Leave out the CLI's optional built-in tools that neither this spec nor its agents names."""
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -83,6 +93,20 @@ class AgentSpec:
         unknown = [lead for lead in self.leads if lead not in (self.agents or {})]
         if unknown:
             raise ConfigError(f"AgentSpec {self.name!r}: leads {unknown} are not among its agents")
+
+
+def unused_builtins(spec: AgentSpec) -> list[str]:
+    """The optional built-in tools nobody in `spec` names (none when an agent inherits every tool)."""
+    if not spec.lean:
+        return []
+    needed = set(spec.allowed_tools) | set(spec.tools or ())
+    for agent in (spec.agents or {}).values():
+        if agent.tools is None:
+            return []
+        needed.update(agent.tools)
+        if agent.skills:
+            needed.add("Skill")
+    return [tool for tool in OPTIONAL_BUILTINS if tool not in needed]
 
 
 def _system_prompt(spec: AgentSpec, prelude: str) -> dict[str, str]:
@@ -121,6 +145,7 @@ def build_options(
         env={**spec.env, **(spec.compact.env() if spec.compact else {}), **(env or {})},
         mcp_servers=dict(spec.mcp_servers),
         add_dirs=[str(d) for d in add_dirs],
+        disallowed_tools=unused_builtins(spec),
     )
     optional: dict[str, Any] = {
         "tools": list(spec.tools) if spec.tools is not None else None,

@@ -104,3 +104,33 @@ async def test_a_workers_webfetch_is_approved_through_the_coordinator(
         assert "200 paragraphs" in seen
     else:
         assert "200 paragraphs" not in seen and "permission" in seen.lower()
+
+
+async def test_a_lean_coordinator_pays_only_for_tools_someone_names(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """The optional built-ins nobody names leave every main request; the worker's own tools stay."""
+    from flower.core.agent import OPTIONAL_BUILTINS
+
+    made = workspace / "made.txt"
+    sizes = {}
+    for lean in (False, True):
+        scripted_api.script(
+            [tool_use("Agent", {"description": "write", "prompt": f"WRITE-{lean}: write it", "subagent_type": "w",
+                                "run_in_background": False}), text("done")],
+            subagents={f"WRITE-{lean}": [tool_use("Write", {"file_path": str(made), "content": str(lean)}),
+                                         text("written")]},
+        )
+        lead = coordinator("lead", "Goal: a file.", {"w": worker("writes", "You write.", tools=["Write", "Read"])})
+        lead.lean = lean
+        options = build_options(lead, cwd=workspace)
+        options.env = scripted_api.cli_env(tmp_path / "home")
+        run = await collect("go", options)
+        assert run.result.result == "done" and made.read_text() == str(lean)
+        main = scripted_api.main_requests[-2]
+        sizes[lean] = main.size
+        offered = [tool for tool in OPTIONAL_BUILTINS if tool in main.tool_names]
+        assert offered == ([] if lean else list(OPTIONAL_BUILTINS))  # the bundled CLI offers them all
+        assert {"Agent", "Read", "Write"} <= set(main.tool_names)
+    print(f"main request bytes: {sizes[False]:,} -> {sizes[True]:,}")
+    assert sizes[True] < sizes[False] - 10_000

@@ -130,7 +130,7 @@ def test_build_options_appends_to_the_preset_and_is_portable() -> None:
     assert options.system_prompt["type"] == "preset" and options.system_prompt["preset"] == "claude_code"
     assert options.system_prompt["append"].startswith(texts.COORDINATOR_RULES)
     assert options.system_prompt["append"].endswith("Goal: ship it.\n\nPRELUDE-TEXT")
-    assert options.setting_sources == [] and options.tools is None and options.disallowed_tools == []
+    assert options.setting_sources == [] and options.tools is None
     assert options.hooks and options.hooks["PreToolUse"][0].matcher == "Bash|Write|Edit|NotebookEdit"
 
 
@@ -165,3 +165,19 @@ async def test_unattended_approval_covers_subagents_only() -> None:
     assert allowed["hookSpecificOutput"]["permissionDecision"] == "allow"
     assert await decide(approver, main_call("Bash", command="make")) == {}
     assert await decide(approver, sub_call("Bash", agent_type="sublead", command="make")) == {}
+
+
+def test_lean_specs_leave_out_optional_builtins_nobody_names() -> None:
+    """Not a wall (S-5): only tools that neither the spec nor any agent names are left out."""
+    from flower.core.agent import OPTIONAL_BUILTINS, unused_builtins
+
+    lead = coordinator("lead", "goal", {"w": worker("works", "work", tools=["Read", "Write", "Bash"])})
+    assert build_options(lead).disallowed_tools == list(OPTIONAL_BUILTINS)
+    skilled = coordinator("lead", "goal", {"w": worker("works", "work", tools=["Read"], skills=["pdf"])})
+    assert "Skill" not in unused_builtins(skilled)
+    asked = coordinator("lead", "goal", {"w": worker("works", "work", tools=["Read", "ListAgents"])})
+    assert "ListAgents" not in unused_builtins(asked) and "Workflow" in unused_builtins(asked)
+    inherits = AgentSpec(name="a", instructions="x", agents={"any": worker("d", "p", tools=None)})
+    inherits.agents["any"].tools = None  # type: ignore[index]
+    assert unused_builtins(inherits) == []
+    assert unused_builtins(AgentSpec(name="a", instructions="x", lean=False)) == []
