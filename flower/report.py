@@ -286,39 +286,21 @@ def _spills(records: Iterable[Mapping[str, Any]], calls: Mapping[str, str]) -> S
     return SpillStats(count, chars, main, count - main, main_chars, dict(tools.most_common()), unattributed)
 
 
+_PRUNE_FIELDS = ("expired", "denials_dropped", "trimmed", "api_errors_dropped", "interrupts_neutralised",
+                 "orphans_healed", "chars_saved")
+
+
 def _pruned(main: Mapping[str, Sequence[Entry]], subs: Mapping[str, Sequence[Entry]]) -> PruneStats:
     from flower.stores.rewrite import rewrite  # the rewrite layer pulls in glance/bashlex: load on use
 
     totals: Counter[str] = Counter()
     main_saved = 0
-    for is_main, entries in [(True, e) for e in main.values()] + [(False, e) for e in subs.values()]:
-        _, report = rewrite([dict(e) for e in entries])
-        for name in (
-            "expired",
-            "denials_dropped",
-            "trimmed",
-            "api_errors_dropped",
-            "interrupts_neutralised",
-            "orphans_healed",
-            "chars_saved",
-        ):
-            totals[name] += getattr(report, name)
-        main_saved += report.chars_saved if is_main else 0
-    return PruneStats(
-        **{
-            name: totals[name]
-            for name in (
-                "expired",
-                "denials_dropped",
-                "trimmed",
-                "api_errors_dropped",
-                "interrupts_neutralised",
-                "orphans_healed",
-                "chars_saved",
-            )
-        },
-        main_chars_saved=main_saved,
-    )
+    for is_main, transcripts in ((True, main), (False, subs)):
+        for entries in transcripts.values():
+            _, report = rewrite([dict(e) for e in entries])
+            totals.update({name: getattr(report, name) for name in _PRUNE_FIELDS})
+            main_saved += report.chars_saved if is_main else 0
+    return PruneStats(**{name: totals[name] for name in _PRUNE_FIELDS}, main_chars_saved=main_saved)
 
 
 # --- the analysis ---------------------------------------------------------------------------------
