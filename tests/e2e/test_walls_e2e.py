@@ -134,3 +134,33 @@ async def test_a_lean_coordinator_pays_only_for_tools_someone_names(
         assert {"Agent", "Read", "Write"} <= set(main.tool_names)
     print(f"main request bytes: {sizes[False]:,} -> {sizes[True]:,}")
     assert sizes[True] < sizes[False] - 10_000
+
+
+async def test_a_sub_lead_is_walled_while_its_own_hands_work(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """L-1: a lead named in `leads` may dispatch further subagents but is denied hands-on tools itself."""
+    target = workspace / "by-hands.txt"
+    scripted_api.script(
+        [tool_use("Agent", {"description": "lead it", "prompt": "LEAD-TASK: get the file made",
+                            "subagent_type": "sublead", "run_in_background": False}),
+         text("coordinated")],
+        subagents={
+            "LEAD-TASK": [tool_use("Bash", {"command": f"touch {target}"}),
+                          tool_use("Agent", {"description": "make it", "prompt": "HANDS-TASK: touch the file",
+                                             "subagent_type": "hands", "run_in_background": False}),
+                          text("lead done")],
+            "HANDS-TASK": [tool_use("Bash", {"command": f"echo made > {target}"}), text("made")],
+        },
+    )
+    sublead = worker("Leads a part of the work.", "You lead.", tools=["Agent", "Read", "Bash"])
+    hands = worker("Does the work.", "You work.", tools=["Bash"])
+    lead = coordinator("lead", "Goal: the file.", {"sublead": sublead, "hands": hands}, leads=["sublead"])
+    options = build_options(lead, cwd=workspace)
+    options.env = scripted_api.cli_env(tmp_path / "home")
+    run = await collect("go", options)
+    assert run.result.result == "coordinated"
+    lead_id, hands_id = scripted_api.subagent_ids
+    assert "Dispatch a subagent" in scripted_api.subagent_requests(lead_id)[1].result_text()
+    assert target.read_text() == "made\n"
+    assert "made" in scripted_api.subagent_requests(lead_id)[-1].result_text()
