@@ -244,7 +244,10 @@ def preview(session_id: str, run_dir: str, store: str | None, as_json: bool, ful
         data = load_session(session_id, base, Path(run_dir))
     finally:
         close_store(base)
-    result = build_preview(session_id, data.main[session_id], data.subagents, max_lines=None if full else 12)
+    recorded = next((row.get("policies") for row in reversed(data.steps)
+                     if session_id in (row.get("session_id"), *(row.get("retired") or ()))), None)
+    result = build_preview(session_id, data.main[session_id], data.subagents, max_lines=None if full else 12,
+                           policies=recorded if isinstance(recorded, dict) else None)
     if as_json:
         click.echo(json.dumps(preview_json(result), indent=1, default=str))
     else:

@@ -1,8 +1,8 @@
 """What the next resume of a session would feed back, and what the rewrite costs and saves (B-11).
 
-`build_preview(session_id, main, subagents)` runs the same pure rewrite a resume runs
-(`flower.stores.rewrite.rewrite`, the runtime's defaults: expiry on, trim off, keep one denial) on the
-stored transcripts and compares the model-visible content before and after: a unified diff, the rewrite's
+`build_preview(session_id, main, subagents, policies=...)` runs the same pure rewrite a resume runs
+(`flower.stores.rewrite.rewrite`, with the policies the run recorded in its manifest, else the runtime's
+defaults: expiry on, trim off, keep one denial) on the stored transcripts and compares the model-visible content before and after: a unified diff, the rewrite's
 own report, characters saved, and an estimate of the prompt-cache price of the change.
 
 The cache estimate (P-4): a resume sends the stored history as its prefix. Everything up to the first entry
@@ -145,12 +145,35 @@ class TranscriptPreview:
     changed: bool
 
 
+def rewrite_options(policies: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`rewrite()` keyword arguments from a manifest's recorded policies (None: the runtime's defaults).
+
+    A trim writes spill files; a preview must write nothing where the run keeps its files, so trimmed
+    results point into a throwaway directory here (the pointer text differs only in that path)."""
+    from flower.stores.rewrite import EphemeralPolicy, TrimPolicy
+
+    if not policies:
+        return {}
+    trim, ephemeral = policies.get("trim"), policies.get("ephemeral")
+    options: dict[str, Any] = {
+        "trim": TrimPolicy(**trim) if trim else False,
+        "ephemeral": EphemeralPolicy(**ephemeral) if ephemeral else False,
+        "keep_denials": policies.get("keep_denials", 1),
+    }
+    if trim:
+        import tempfile
+
+        options["workspace"] = tempfile.mkdtemp(prefix="flower-preview-")
+    return options
+
+
 def preview_transcript(
-    label: str, entries: Sequence[Entry], *, max_lines: int | None = 12
+    label: str, entries: Sequence[Entry], *, max_lines: int | None = 12,
+    policies: Mapping[str, Any] | None = None,
 ) -> TranscriptPreview:
     from flower.stores.rewrite import rewrite
 
-    rewritten, report = rewrite([dict(e) for e in entries])
+    rewritten, report = rewrite([dict(e) for e in entries], **rewrite_options(policies))
     before, after = _visible(entries), _visible(rewritten)
     first = _first_change(before, after)
     old_lines = [line for entry, _ in before for line in render_entry(entry, max_lines)]
@@ -219,13 +242,16 @@ def build_preview(
     *,
     pricing: Pricing = PRICING,
     max_lines: int | None = 12,
+    policies: Mapping[str, Any] | None = None,
 ) -> Preview:
-    """The preview of resuming `session_id`; `max_lines` caps each block in the diff (None: whole blocks)."""
+    """The preview of resuming `session_id`; `max_lines` caps each block in the diff (None: whole blocks);
+    `policies` are the rewrites the run recorded (`Runtime` writes them to the manifest)."""
     subs = tuple(
-        preview_transcript(f"subagent {agent}", entries, max_lines=max_lines)
+        preview_transcript(f"subagent {agent}", entries, max_lines=max_lines, policies=policies)
         for agent, entries in (sub_entries_by_agent or {}).items()
     )
-    return Preview(session_id, preview_transcript("main", main_entries, max_lines=max_lines), subs, pricing)
+    main = preview_transcript("main", main_entries, max_lines=max_lines, policies=policies)
+    return Preview(session_id, main, subs, pricing)
 
 
 def _transcript_json(part: TranscriptPreview) -> dict[str, Any]:

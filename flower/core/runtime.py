@@ -148,8 +148,7 @@ class Runtime:
         self.env = dict(env or {})
         self.run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
         self.store = self._make_store(store, project, trim=trim, ephemeral=ephemeral, keep_denials=keep_denials)
-        self._policies = {"trim": bool(trim), "ephemeral": bool(ephemeral), "keep_denials": keep_denials,
-                          "spill_threshold": spill_threshold, "project": project}
+        self._policies = {**rewrite_policies(self.store), "spill_threshold": spill_threshold, "project": project}
         self._client: ClaudeSDKClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._interrupt: str | None = None
@@ -444,6 +443,17 @@ class Runtime:
             "policies": self._policies,
         }
         append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result), **where})
+
+
+def rewrite_policies(store: Any) -> dict[str, Any]:
+    """The rewrites a store applies on load, as plain data for the manifest (so `flower preview` shows
+    exactly what this run's next resume would do)."""
+    trim, ephemeral = getattr(store, "trim_policy", None), getattr(store, "ephemeral_policy", None)
+    return {
+        "trim": {"keep_recent": trim.keep_recent, "min_chars": trim.min_chars} if trim else None,
+        "ephemeral": {"keep_recent": ephemeral.keep_recent} if ephemeral else None,
+        "keep_denials": getattr(store, "keep_denials", 1),
+    }
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

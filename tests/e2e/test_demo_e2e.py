@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import anyio
 import pytest
 from rich.console import Console
 
@@ -31,3 +32,22 @@ async def test_demo_shows_every_layer(tmp_path: Path) -> None:
     assert "DECISION-MEAN" in (run.repo / ".flower" / "notes" / "handoff-verify.md").read_text()
     text = out.getvalue()
     assert "context economics" in text and "1 handoff(s)" in text
+
+
+async def test_preview_applies_the_policies_the_run_recorded(tmp_path: Path) -> None:
+    """B-11: `flower preview` shows what this run's next resume does (the demo keeps 1 glance result, not 6)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from flower.cli import cli
+
+    run = await run_demo(tmp_path / "demo")
+    manifest = json.loads((run.runtime.run_dir / "manifest.json").read_text())
+    assert manifest["steps"][0]["policies"]["ephemeral"] == {"keep_recent": 1}
+    session = run.steps[0].session_id
+    args = ["preview", str(session), "--run-dir", str(run.runtime.run_dir), "--json"]
+    out = await anyio.to_thread.run_sync(lambda: CliRunner().invoke(cli, args))  # the CLI runs its own loop
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.output)["main"]["report"]
+    assert report["expired"] >= 1 and report["denials_dropped"] == 1
