@@ -13,6 +13,8 @@ Invariants:
   of definitions plus their system-prompt text) are left out of the session with `disallowed_tools`.
   Nothing anyone asked for is removed, and an agent that inherits every tool (`tools=None`) keeps them
   all. This is not a wall (S-5: walls are hooks): it only stops paying for tools nobody can use.
+  A lean delegating spec also drops the CLI's built-in agent types (`BUILTIN_AGENTS`) it does not name,
+  so the coordinator's listing shows its own workers only and it cannot dispatch around their rules.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from flower.core.compact import CompactPolicy
 from flower.core.guard import merge_hooks, spec_guards
 from flower.errors import ConfigError
 
-__all__ = ["OPTIONAL_BUILTINS", "AgentSpec", "build_options", "unused_builtins"]
+__all__ = ["BUILTIN_AGENTS", "OPTIONAL_BUILTINS", "AgentSpec", "build_options", "unused_builtins"]
 
 OPTIONAL_BUILTINS = ("Workflow", "ScheduleWakeup", "ReportFindings", "ListAgents", "Skill")
 """Built-in tools of the bundled CLI that a flower spec never needs unless it names them."""
+BUILTIN_AGENTS = ("claude", "Explore", "general-purpose", "Plan", "statusline-setup")
+"""The bundled CLI's own agent types, listed to the main thread unless denied as `Agent(<type>)`."""
 
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
@@ -96,7 +100,8 @@ class AgentSpec:
 
 
 def unused_builtins(spec: AgentSpec) -> list[str]:
-    """The optional built-in tools nobody in `spec` names (none when an agent inherits every tool)."""
+    """The optional built-in tools nobody in `spec` names (none when an agent inherits every tool), and for a
+    delegating spec the built-in agent types it does not name, as `Agent(<type>)` rules."""
     if not spec.lean:
         return []
     needed = set(spec.allowed_tools) | set(spec.tools or ())
@@ -106,7 +111,10 @@ def unused_builtins(spec: AgentSpec) -> list[str]:
         needed.update(agent.tools)
         if agent.skills:
             needed.add("Skill")
-    return [tool for tool in OPTIONAL_BUILTINS if tool not in needed]
+    unused = [tool for tool in OPTIONAL_BUILTINS if tool not in needed]
+    if spec.delegate_only:
+        unused += [f"Agent({kind})" for kind in BUILTIN_AGENTS if kind not in (spec.agents or {})]
+    return unused
 
 
 def _system_prompt(spec: AgentSpec, prelude: str) -> dict[str, str]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 COORDINATOR_RULES = """\
 ## How you work: you coordinate, subagents do the work
 Your context is the only thing that lasts through this run. Keep it a log of decisions, not of work.
-- You cannot write files, edit code or run builds and tests: dispatch a subagent with the Agent tool.
-  Subagents have full tools; their trial and error stays in their own transcripts.
+- You cannot write files, edit code or run builds and tests: dispatch one of your workers with the
+  Agent tool, naming it in subagent_type. Their trial and error stays in their own transcripts.
 - A brief you write stays in your context for good. Put in it only what is specific to this task: the
   goal, the acceptance criteria, the inputs. Do not restate how subagents should report or behave;
   they already know. Dispatch independent tasks in parallel.

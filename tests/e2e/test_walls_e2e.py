@@ -132,6 +132,8 @@ async def test_a_lean_coordinator_pays_only_for_tools_someone_names(
         offered = [tool for tool in OPTIONAL_BUILTINS if tool in main.tool_names]
         assert offered == ([] if lean else list(OPTIONAL_BUILTINS))  # the bundled CLI offers them all
         assert {"Agent", "Read", "Write"} <= set(main.tool_names)
+        listing = main.text[main.text.find("Available agent types"):]
+        assert ("- Explore:" in listing) is not lean and "- w: writes" in listing
     print(f"main request bytes: {sizes[False]:,} -> {sizes[True]:,}")
     assert sizes[True] < sizes[False] - 10_000
 
