@@ -198,9 +198,16 @@ class Workbench:
         return self.root / "INDEX.md"
 
     def ensure(self) -> Workbench:
-        """Create the folders (idempotent). Returns self."""
+        """Create the folders (idempotent), and `.ignore` / `.gitignore` files naming spill/ unless the
+        workbench already has its own: ripgrep (the Grep tool) then leaves spill copies out of searches
+        over the workspace (a spill file named as the path is still searched), and git does not pick up
+        copies of tool outputs, which may hold secrets from logs. Returns self."""
         for d in (self.scripts, self.artifacts, self.notes, self.spill):
             d.mkdir(parents=True, exist_ok=True)
+        for name in (".ignore", ".gitignore"):
+            marker = self.root / name
+            if not marker.exists():
+                write_atomic(marker, "spill/\n")
         return self
 
     def contains(self, path: str | os.PathLike[str], cwd: str | None = None) -> bool:

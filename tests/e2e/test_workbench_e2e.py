@@ -17,7 +17,7 @@ from flower.core.agent import AgentSpec
 from flower.core.roles import coordinator, worker
 from flower.core.runtime import Runtime
 from flower.core.workbench import Workbench
-from flower.testing import Request, ScriptedAPI, text, tool_use
+from flower.testing import Request, ScriptedAPI, collect, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -187,3 +187,23 @@ def test_workbench_of_the_runtime_is_the_default_location(tmp_path: Path, worksp
     rt = Runtime(workspace, run_dir=tmp_path / "runs")
     assert isinstance(rt.workbench, Workbench) and rt.workbench.root == workspace.resolve() / ".flower"
     assert rt.workbench.scripts.is_dir() and rt.workbench.spill.is_dir()
+
+
+async def test_workspace_grep_skips_spill_copies_but_a_spill_file_is_still_searchable(
+    scripted_api: ScriptedAPI, make_options: Any, workspace: Path
+) -> None:
+    """The workbench's `.ignore` keeps spilled copies out of workspace-wide searches (no doubled hits,
+    no doubled context), while the pointer's "Grep it" on the spill file itself still works."""
+    wb = Workbench(workspace).ensure()
+    (workspace / "src.txt").write_text("MARKER-XYZ in source\n")
+    copy = wb.spill / "abc.txt"
+    copy.write_text("MARKER-XYZ in a spilled copy\n")
+    scripted_api.script([
+        tool_use("Grep", {"pattern": "MARKER-XYZ", "output_mode": "content"}),
+        tool_use("Grep", {"pattern": "MARKER-XYZ", "path": str(copy), "output_mode": "content"}),
+        text("done"),
+    ])
+    await collect("search", make_options(tools=["Grep", "Read"], allowed_tools=["Grep", "Read"]))
+    workspace_wide, direct = scripted_api.requests[1].result_text(), scripted_api.requests[2].result_text()
+    assert "in source" in workspace_wide and "spilled copy" not in workspace_wide
+    assert "spilled copy" in direct

@@ -66,7 +66,7 @@ def test_default_location_is_inside_the_workspace_and_ensure_creates_the_folders
     assert wb.root == ws.resolve() / ".flower"
     assert not wb.root.exists()
     assert wb.ensure() is wb
-    assert sorted(p.name for p in wb.root.iterdir()) == ["artifacts", "notes", "scripts", "spill"]
+    assert sorted(p.name for p in wb.root.iterdir()) == [".gitignore", ".ignore", "artifacts", "notes", "scripts", "spill"]
     assert (wb.scripts, wb.artifacts, wb.notes, wb.spill) == tuple(
         wb.root / n for n in ("scripts", "artifacts", "notes", "spill")
     )
@@ -416,3 +416,11 @@ def test_statistics_moved_but_the_old_import_path_still_works() -> None:
     assert workbench_mod.WorkbenchStats is WorkbenchStats and workbench_mod.ScriptUse is ScriptUse
     with pytest.raises(AttributeError):
         workbench_mod.no_such_name  # noqa: B018
+
+
+def test_ensure_keeps_spill_copies_out_of_searches_and_git(tmp_path: Path) -> None:
+    wb = Workbench(tmp_path).ensure()
+    assert (wb.root / ".ignore").read_text() == "spill/\n" and (wb.root / ".gitignore").read_text() == "spill/\n"
+    (wb.root / ".gitignore").write_text("mine\n")
+    wb.ensure()
+    assert (wb.root / ".gitignore").read_text() == "mine\n"  # a user's own file is never overwritten
