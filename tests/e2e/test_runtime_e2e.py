@@ -233,3 +233,31 @@ async def test_a_turn_that_finishes_over_the_threshold_hands_over_at_the_next_st
     two = await rt.run(solo(), "step two", resume=one.session_id)
     assert two.ok and two.retired == (one.session_id,) and two.text == "step two finished in generation two"
     assert "PLANTED-DECISION-77" in scripted_api.requests[-1].last_user_text()
+
+
+async def test_a_users_deny_hook_still_wins_over_the_unattended_approval(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """The approving hook says "allow" for every subagent call; a deny from another hook must win."""
+    from claude_agent_sdk import HookMatcher
+
+    from flower.core.roles import coordinator, worker
+
+    async def no_rm(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+        if "rm " in str((input_data.get("tool_input") or {}).get("command", "")):
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                           "permissionDecisionReason": "USER-POLICY: no rm"}}
+        return {}
+
+    keep = workspace / "keep.txt"
+    keep.write_text("precious")
+    scripted_api.script(
+        [tool_use("Agent", {"description": "d", "prompt": "SUBX: clean", "subagent_type": "w",
+                            "run_in_background": False}), text("done")],
+        subagents={"SUBX": [tool_use("Bash", {"command": f"rm {keep}"}), text("tried")]},
+    )
+    spec = coordinator("lead", "goal", {"w": worker("works", "You work.", tools=["Bash"])},
+                       hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[no_rm])]})
+    result = await runtime(scripted_api, tmp_path, workspace).run(spec, "go")
+    assert result.ok and keep.exists()
+    assert "USER-POLICY: no rm" in scripted_api.subagent_requests()[-1].result_text()
