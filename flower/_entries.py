@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from flower.stores._transcript import message_key
+
 __all__ = [
     "Entry",
     "TokenUsage",
@@ -74,14 +76,6 @@ def is_reply(entry: Entry) -> bool:
         and entry.get("isApiErrorMessage") is not True
         and message.get("model") != "<synthetic>"
     )
-
-
-def message_key(entry: Entry, position: int) -> str:
-    message = message_of(entry) or {}
-    for value in (message.get("id"), entry.get("requestId")):
-        if isinstance(value, str) and value:
-            return value
-    return f"#entry-{position}"
 
 
 def api_messages(entries: Iterable[Entry]) -> list[tuple[str, Entry]]:

@@ -34,6 +34,7 @@ from rich.text import Text
 
 from flower.core import texts
 from flower.core.events import Event
+from flower.core.handoff import message_context
 
 __all__ = ["LiveView", "fit", "format_elapsed", "format_tokens", "sanitize", "spill_pattern"]
 
@@ -236,12 +237,7 @@ class LiveView:
     def _observe_context(self, payload: Mapping[str, Any]) -> None:
         value = payload.get("context")
         if not isinstance(value, int):
-            usage = payload.get("usage")
-            if isinstance(usage, Mapping):
-                value = sum(
-                    int(usage.get(k) or 0)
-                    for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-                )
+            value = message_context(payload.get("usage"))
         if isinstance(value, int) and value > 0:
             self.context = value
 

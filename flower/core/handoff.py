@@ -88,12 +88,15 @@ class HandoffPolicy:
         return max(0, self.threshold(model) - 20_000)
 
 
+CONTEXT_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
 def message_context(usage: Mapping[str, Any] | None) -> int:
-    """Tokens of context one API message saw: input + cache read + cache creation."""
-    if not usage:
+    """Tokens of context one API message saw: input + cache read + cache creation (S-24). The one
+    definition: the runtime, the stores' `last_context`, the live view and the report all use it."""
+    if not isinstance(usage, Mapping):
         return 0
-    return sum(int(usage.get(k) or 0) for k in
-               ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+    return sum(value for value in (usage.get(k) for k in CONTEXT_FIELDS) if isinstance(value, int))
 
 
 @dataclass

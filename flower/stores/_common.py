@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from collections.abc import Iterable, Sequence, Set
+from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.types import SessionKey, SessionListSubkeysKey, SessionStoreEntry, SessionSummaryEntry
 
+from flower.core.handoff import message_context
+
 __all__ = [
     "Migration",
     "TranscriptKey",
-    "api_usages",
-    "context_tokens",
     "dump_entry",
     "entry_type",
     "entry_uuid",
@@ -149,33 +149,6 @@ def _real_main_assistant(entry: dict[str, Any]) -> dict[str, Any] | None:
     return message if isinstance(message.get("usage"), dict) else None
 
 
-def context_tokens(usage: dict[str, Any]) -> int:
-    """Tokens the request carried: fresh input plus cache reads plus cache writes."""
-    total = 0
-    for field in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
-        value = usage.get(field)
-        if isinstance(value, int):
-            total += value
-    return total
-
-
-def api_usages(entries: Iterable[SessionStoreEntry | dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """`(message id, usage)` once per real main-thread API message, in order of first appearance.
-
-    One reply is written as several entries (thinking, text, each tool_use; parallel tool results may sit in
-    between) that repeat its id; the last entry's usage is the complete one (streamed output tokens grow).
-    Entries without a message id each count as their own message.
-    """
-    by_id: dict[str, dict[str, Any]] = {}
-    for index, raw in enumerate(entries):
-        message = _real_main_assistant(cast("dict[str, Any]", raw))
-        if message is None:
-            continue
-        msg_id = message.get("id")
-        by_id[msg_id if isinstance(msg_id, str) and msg_id else f"#entry-{index}"] = message["usage"]
-    return list(by_id.items())
-
-
 def last_context(newest_first: Iterable[SessionStoreEntry | dict[str, Any]]) -> int | None:
     """Main-thread context of the last turn, from entries given newest first (so a store can stop early).
 
@@ -186,7 +159,7 @@ def last_context(newest_first: Iterable[SessionStoreEntry | dict[str, Any]]) -> 
         message = _real_main_assistant(cast("dict[str, Any]", raw))
         if message is None:
             continue
-        tokens = context_tokens(message["usage"])
+        tokens = message_context(message["usage"])
         if tokens > 0:
             return tokens
     return None

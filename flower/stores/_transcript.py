@@ -16,6 +16,7 @@ malformed entries (non-dict message, non-list content, blocks that are not objec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,11 +61,14 @@ def thread_of(entry: Entry) -> Thread:
     return (entry.get("isSidechain") is True, agent if isinstance(agent, str) else "")
 
 
-def message_key(entry: Entry, index: int) -> str:
-    """The API message an assistant entry belongs to; an entry without an id is its own message."""
+def message_key(entry: Mapping[str, Any], index: int) -> str:
+    """The API message an assistant entry belongs to: its message id, else its request id; an entry with
+    neither is its own message. One reply is spread over several entries (SDK-FACTS §10)."""
     message = entry.get("message")
-    msg_id = message.get("id") if isinstance(message, dict) else None
-    return msg_id if isinstance(msg_id, str) and msg_id else f"#entry-{index}"
+    for value in (message.get("id") if isinstance(message, Mapping) else None, entry.get("requestId")):
+        if isinstance(value, str) and value:
+            return value
+    return f"#entry-{index}"
 
 
 def result_text(block: dict[str, Any]) -> str | None:

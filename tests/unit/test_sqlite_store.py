@@ -239,7 +239,7 @@ def test_last_context_counts_one_api_message_once(store: SqliteSessionStore) -> 
     assert store.last_context(SUB) is None
 
 
-def test_api_usages_yield_each_api_message_once_with_its_final_usage() -> None:
+def test_last_context_counts_one_api_message_not_its_entries() -> None:
     """F-337: usage is per API message; parallel tool results between a reply's entries do not split it."""
     partial = {"input_tokens": 10, "output_tokens": 1}
     final = {"input_tokens": 10, "output_tokens": 50}
@@ -251,8 +251,8 @@ def test_api_usages_yield_each_api_message_once_with_its_final_usage() -> None:
         assistant("a4", "syn", {"input_tokens": 0}, model="<synthetic>"),
         assistant("a5", "msg_side", {"input_tokens": 5}, isSidechain=True),
     ]
-    assert _common.api_usages(entries) == [("msg_1", final), ("msg_2", {"input_tokens": 70})]
     assert _common.last_context(reversed(entries)) == 70
+    assert _common.last_context(reversed(entries[:3])) == 10  # msg_1 once, not 10 + 10
 
 
 @pytest.mark.anyio
