@@ -14,7 +14,8 @@ import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,24 @@ def render(rows: Sequence[Row], title: str) -> Any:
                       "-" if ratio is None else f"{fmt_number(ratio, 'x')}x", r.get("note", ""))
         previous = r["bench"]
     return table
+
+
+def drive(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a hook callback that never awaits, without an event loop (so the loop's cost is not timed)."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    raise RuntimeError("a benchmarked callback awaited something")
+
+
+def hook_us_per_call(cb: Callable[..., Any], make: Callable[[int], dict[str, Any]], n: int, reps: int) -> float:
+    """Median microseconds per call of hook callback `cb` over `reps` runs of `n` inputs built by `make`."""
+    samples = []
+    for rep in range(reps):
+        inputs = [make(rep * n + i) for i in range(n)]
+        start = time.perf_counter()
+        for data in inputs:
+            drive(cb(data, "toolu_bench", {"signal": None}))
+        samples.append((time.perf_counter() - start) / n * 1e6)
+    return median(samples)

@@ -25,17 +25,16 @@
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
-from bench._table import median, row
+from bench._table import hook_us_per_call, median, row
 from flower.core.agent import build_options
 from flower.core.guard import delegate_guard, merge_hooks, spec_guards
 from flower.core.roles import coordinator, worker
@@ -130,30 +129,11 @@ def cli_rows(n: int, reps: int) -> list[dict[str, Any]]:
 # --- pure Python ------------------------------------------------------------------------------
 
 
-def _drive(coro: Coroutine[Any, Any, Any]) -> Any:
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    raise RuntimeError("a benchmarked callback awaited something")
-
-
 def _hook_input(ws: Path, event: str, tool: str, tool_input: dict[str, Any], **more: Any) -> dict[str, Any]:
     return {"session_id": "4995d940-f176-4116-b10a-cab50d5a9d18", "transcript_path": str(ws / "t.jsonl"),
             "cwd": str(ws), "prompt_id": "379d5dd8", "permission_mode": "acceptEdits",
             "effort": {"level": "medium"}, "hook_event_name": event, "tool_name": tool,
             "tool_input": tool_input, "tool_use_id": "toolu_bench", **more}
-
-
-def _us_per_call(cb: Callable[..., Any], make: Callable[[int], dict[str, Any]], n: int, reps: int) -> float:
-    samples = []
-    for rep in range(reps):
-        inputs = [make(rep * n + i) for i in range(n)]
-        start = time.perf_counter()
-        for data in inputs:
-            _drive(cb(data, "toolu_bench", {"signal": None}))
-        samples.append((time.perf_counter() - start) / n * 1e6)
-    return statistics.median(samples)
 
 
 MakeInput = Callable[[int], dict[str, Any]]
@@ -200,11 +180,11 @@ def python_rows(n: int, reps: int) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="flower-bench-guards-py-") as tmp:
         ws = Path(tmp)
         ls = {"command": "ls"}
-        base = _us_per_call(_noop, lambda i: _hook_input(ws, "PreToolUse", "Bash", ls), n, reps)
+        base = hook_us_per_call(_noop, lambda i: _hook_input(ws, "PreToolUse", "Bash", ls), n, reps)
         rows = [row(BENCH, "python: trivial callback", base, "us/call", None, "returns {}; the floor")]
         values = {}
         for case, callback, make, note in _cases(ws, Workbench(ws).ensure()):
-            values[case] = _us_per_call(callback, make, n, reps)
+            values[case] = hook_us_per_call(callback, make, n, reps)
             rows.append(row(BENCH, f"python: {case}", values[case], "us/call", values[case] / base, note))
     per_glance = values[GLANCE] + values[SPILL]
     rows.append(row(BENCH, "python: flower logic per glance call", per_glance, "us/call",

@@ -6,13 +6,11 @@ own work (walk, hash, write, log), not an event loop. Medians of several repetit
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-import time
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from bench._table import drive, hook_us_per_call
 from flower.core.spill import spill_callback
 from flower.core.workbench import Workbench
 
@@ -23,14 +21,6 @@ async def _passthrough(input_data: Any, tool_use_id: str | None, context: Any) -
     return {}
 
 
-def _drive(coro: Coroutine[Any, Any, Any]) -> Any:
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    raise RuntimeError("a benchmarked callback awaited something")
-
-
 def _input(stdout: str, cwd: Path, persisted: Path | None = None) -> dict[str, Any]:
     response: dict[str, Any] = {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False,
                                 "noOutputExpected": False}
@@ -39,17 +29,6 @@ def _input(stdout: str, cwd: Path, persisted: Path | None = None) -> dict[str, A
     return {"session_id": "s", "transcript_path": str(cwd / "t.jsonl"), "cwd": str(cwd),
             "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "make"},
             "tool_response": response, "tool_use_id": "toolu_bench"}
-
-
-def _per_call_us(cb: Callable[..., Any], make: Callable[[int], dict[str, Any]], n: int, reps: int) -> float:
-    samples = []
-    for rep in range(reps):
-        inputs = [make(rep * n + i) for i in range(n)]
-        start = time.perf_counter()
-        for data in inputs:
-            _drive(cb(data, "toolu_bench", {"signal": None}))
-        samples.append((time.perf_counter() - start) / n * 1e6)
-    return statistics.median(samples)
 
 
 def run(tiny: bool = False) -> list[dict[str, Any]]:
@@ -63,7 +42,7 @@ def run(tiny: bool = False) -> list[dict[str, Any]]:
         big = "".join(f"line {i}\n" for i in range(2000))  # ~16.9K chars
         persisted = ws / "persisted.txt"
         persisted.write_text(big * 4)  # ~68K chars, as the CLI saves past its 30K inline cap
-        base = _per_call_us(_passthrough, lambda i: _input(small, ws), n, reps)
+        base = hook_us_per_call(_passthrough, lambda i: _input(small, ws), n, reps)
         cases = [
             ("below threshold (900 chars)", lambda i: _input(small, ws), "no spill"),
             ("above threshold, new file (17K chars)", lambda i: _input(f"{i}\n{big}", ws), "hash+write+log"),
@@ -72,9 +51,9 @@ def run(tiny: bool = False) -> list[dict[str, Any]]:
         ]
         rows.append(_row("trivial passthrough callback", base, None, "returns {}"))
         for case, make, note in cases:
-            value = _per_call_us(guard, make, n, reps)
+            value = hook_us_per_call(guard, make, n, reps)
             rows.append(_row(case, value, value / base if base else None, note))
-        out = _drive(guard(_input(big, ws), "t", {"signal": None}))
+        out = drive(guard(_input(big, ws), "t", {"signal": None}))
         first_line = out["hookSpecificOutput"]["updatedToolOutput"]["stdout"].split("\n", 1)[0]
         rows.append({"bench": BENCH, "case": "pointer line length", "value": float(len(first_line)),
                      "unit": "chars", "ratio": None, "note": f"+ up to 400 head chars; root {len(str(wb.root))}"})

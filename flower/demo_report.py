@@ -72,7 +72,6 @@ def demo_figures(run: DemoRun) -> DemoFigures:
     script_runs = sum(1 for e in calls if e.tool == "Bash" and check in str(e.payload.get("input", {})))
     denied = [e for e in events if e.kind == "tool_result" and e.on_main and "Dispatch a subagent" in e.text]
     glances = [e for e in calls if e.on_main and e.tool == "Bash"]
-    step_one_requests = [r for r in main if r.index < (subs[-1].index if subs else 0)]
     return DemoFigures(
         main_requests=len(main), sub_requests=len(subs),
         main_chars_last=max((r.chars for r in main), default=0), sub_chars_total=sum(r.chars for r in subs),
@@ -85,7 +84,7 @@ def demo_figures(run: DemoRun) -> DemoFigures:
         handoffs=sum(len(s.handoffs) for s in run.steps), retired=sum(len(s.retired) for s in run.steps),
         script_runs=script_runs,
         relay_seen=any(wb.relay_line() in r.text for r in subs),
-        system_prompt_stable=len({r.system_text for r in main}) == 1 and bool(step_one_requests),
+        system_prompt_stable=len(main) > 1 and len({r.system_text for r in main}) == 1,
         cost_usd=round(sum(s.cost_usd for s in run.steps), 4), turns=sum(s.num_turns for s in run.steps),
         contexts=tuple(c for s in run.steps for c in s.contexts),
     )

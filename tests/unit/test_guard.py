@@ -11,26 +11,16 @@ from flower.core.agent import AgentSpec, build_options
 from flower.core.guard import approve_subagents, delegate_guard, merge_hooks, spec_guards, whitelist_guard
 from flower.core.roles import coordinator, worker
 from flower.errors import ConfigError
+from tests.data.hooks import SUBAGENT_ID, hook_input
 
 pytestmark = pytest.mark.anyio
 
-BASE = {
-    "session_id": "4995d940-f176-4116-b10a-cab50d5a9d18",
-    "transcript_path": "/run/home/.claude/projects/-run-cwd/4995d940.jsonl",
-    "cwd": "/run/cwd",
-    "prompt_id": "379d5dd8-a717-432b-97d8-c848bc258606",
-    "permission_mode": "default",
-    "effort": {"level": "medium"},
-    "hook_event_name": "PreToolUse",
-}
-
-
 def main_call(tool: str, **tool_input: Any) -> dict[str, Any]:
-    return {**BASE, "tool_name": tool, "tool_input": tool_input, "tool_use_id": "toolu_fake001_80c3fb80"}
+    return hook_input("PreToolUse", tool, tool_input)
 
 
 def sub_call(tool: str, agent_type: str = "worker", **tool_input: Any) -> dict[str, Any]:
-    return {**main_call(tool, **tool_input), "agent_id": "a19c5ae96aadff623", "agent_type": agent_type}
+    return hook_input("PreToolUse", tool, tool_input, agent=SUBAGENT_ID, agent_type=agent_type)
 
 
 async def decide(matcher: Any, data: dict[str, Any]) -> dict[str, Any]:

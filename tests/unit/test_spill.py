@@ -17,6 +17,7 @@ from flower.core import texts
 from flower.core.spill import BULKY, HEAD_CHARS, spill_callback, spill_guard
 from flower.core.workbench import Workbench
 from flower.errors import ConfigError
+from tests.data.hooks import hook_input
 
 CTX: Any = {"signal": None}
 SUB = "a19c5ae96aadff623"
@@ -24,25 +25,7 @@ SUB = "a19c5ae96aadff623"
 
 def post(tool: str, tool_input: dict[str, Any], response: Any, cwd: Path, agent: str | None = None) -> dict:
     """A PostToolUse hook input as the CLI sends it; subagent calls add agent_id/agent_type."""
-    data: dict[str, Any] = {
-        "session_id": "4995d940-f176-4116-b10a-cab50d5a9d18",
-        "transcript_path": str(cwd / "main.jsonl"),
-        "cwd": str(cwd),
-        "prompt_id": "379d5dd8-a717-432b-97d8-c848bc258606",
-        "permission_mode": "default",
-        "effort": {"level": "medium"},
-    }
-    if agent is not None:
-        data.update(agent_id=agent, agent_type="worker")
-    data.update(
-        hook_event_name="PostToolUse",
-        tool_name=tool,
-        tool_input=tool_input,
-        tool_response=response,
-        tool_use_id="toolu_fake001_80c3fb80",
-        duration_ms=32,
-    )
-    return data
+    return hook_input("PostToolUse", tool, tool_input, cwd, agent, tool_response=response, duration_ms=32)
 
 
 def bash(stdout: str, stderr: str = "", **extra: Any) -> dict[str, Any]:

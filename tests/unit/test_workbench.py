@@ -22,26 +22,17 @@ from flower.core.workbench import (
 )
 from flower.core.workbench_stats import ScriptUse, WorkbenchStats, workbench_stats
 from flower.errors import ConfigError
+from tests.data.hooks import hook_input as shaped_input
 
 CTX: Any = {"signal": None}
 
 
 def hook_input(event: str, tool: str, tool_input: dict[str, Any], cwd: Path, agent: str | None = None) -> dict:
     """A hook input shaped as the CLI sends it (SDK-FACTS §1): subagent calls add agent_id/agent_type."""
-    data: dict[str, Any] = {
-        "session_id": "4995d940-f176-4116-b10a-cab50d5a9d18",
-        "transcript_path": str(cwd / "t.jsonl"),
-        "cwd": str(cwd),
-        "prompt_id": "379d5dd8-a717-432b-97d8-c848bc258606",
-        "permission_mode": "default",
-        "effort": {"level": "medium"},
-    }
-    if agent is not None:
-        data.update(agent_id=agent, agent_type="worker")
-    data.update(hook_event_name=event, tool_name=tool, tool_input=tool_input, tool_use_id="toolu_fake001_80c3fb80")
+    more: dict[str, Any] = {}
     if event == "PostToolUse":
-        data.update(tool_response={"type": "create", "filePath": tool_input.get("file_path")}, duration_ms=3)
-    return data
+        more = {"tool_response": {"type": "create", "filePath": tool_input.get("file_path")}, "duration_ms": 3}
+    return shaped_input(event, tool, tool_input, cwd, agent, **more)
 
 
 def put(path: Path, text: str) -> Path:
