@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._repo import FIXES, SURVEY_READS
-from flower.core.agent import AgentSpec
+from flower.core.spec import AgentSpec
 from flower.core.roles import coordinator, worker
 from flower.testing import text, tool_use
 

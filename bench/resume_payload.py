@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._table import row
-from flower._entries import block_chars  # the report counts visible characters the same way
+from flower.report.entries import block_chars  # the report counts visible characters the same way
 from flower.stores._transcript import result_text
 from flower.stores.jsonl import read_jsonl
 from flower.stores.rewrite import TrimPolicy, rewrite

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flower.core.agent import AgentSpec, build_options
+from flower.core.agent import build_options
+from flower.core.spec import AgentSpec
 from flower.core.compact import CompactPolicy
 from flower.core.events import Event
 from flower.core.guard import delegate_guard, merge_hooks, spec_guards, whitelist_guard

@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from flower._launch import execute, load_spec, read_prompt
+from flower.cli.launch import execute, load_spec, read_prompt
 from flower.errors import FlowerError
 
 __all__ = ["cli", "main"]
@@ -150,7 +150,7 @@ def once(
     store: str | None,
 ) -> None:
     """Run one ad-hoc, non-delegating agent on PROMPT ('-' reads stdin)."""
-    from flower.core.agent import AgentSpec
+    from flower.core.spec import AgentSpec
 
     allowed = [name.strip() for name in tools.split(",") if name.strip()]
     if not allowed:
@@ -189,9 +189,9 @@ def report(
     target: str, as_json: bool, html_path: str | None, store: str | None, run_dir: str, window: int | None
 ) -> None:
     """The context economics of a run dir or of one session."""
-    from flower._render import print_report
-    from flower._rundata import close_store, load_target, recorded_threshold, workbench_stats_of
-    from flower.report import analyze, report_json
+    from flower.report.terminal import print_report
+    from flower.report.rundata import close_store, load_target, recorded_threshold, workbench_stats_of
+    from flower.report.analysis import analyze, report_json
 
     base, data = load_target(target, store, run_dir)
     try:
@@ -209,7 +209,7 @@ def report(
     finally:
         close_store(base)
     if html_path:
-        from flower.report_html import render_html
+        from flower.report.html import render_html
 
         Path(html_path).write_text(
             render_html(result, title=f"flower report: {data.label}"), encoding="utf-8"
@@ -235,9 +235,9 @@ def report(
 @click.option("--full", is_flag=True, help="Show whole blocks in the diff (default: 12 lines each).")
 def preview(session_id: str, run_dir: str, store: str | None, as_json: bool, full: bool) -> None:
     """What the next resume of SESSION_ID would feed back, as a diff against the stored history."""
-    from flower._render import print_preview
-    from flower._rundata import close_store, load_session, open_store
-    from flower.preview import build_preview, preview_json
+    from flower.report.terminal import print_preview
+    from flower.report.rundata import close_store, load_session, open_store
+    from flower.report.preview import build_preview, preview_json
 
     base = open_store(store, Path(run_dir))
     try:
@@ -268,8 +268,8 @@ def sessions_list(
     run_dir: str = "runs", store: str | None = None, workspace: str = ".", as_json: bool = False
 ) -> None:
     """Every main session of the run dir's projects, oldest first."""
-    from flower._render import print_sessions
-    from flower._rundata import close_store, open_store, session_rows
+    from flower.report.terminal import print_sessions
+    from flower.report.rundata import close_store, open_store, session_rows
 
     store = store if store is not None else os.environ.get("FLOWER_STORE") or None
     base = open_store(store, Path(run_dir))
@@ -288,9 +288,9 @@ def sessions_list(
 @_common(run_dir_option, store_option, json_option)
 def sessions_show(session_id: str, run_dir: str, store: str | None, as_json: bool) -> None:
     """One session: its key, size, turns, context, subagents and manifest steps."""
-    from flower._render import print_session
-    from flower._rundata import close_store, first_prompt, load_session, open_store
-    from flower.report import analyze
+    from flower.report.terminal import print_session
+    from flower.report.rundata import close_store, first_prompt, load_session, open_store
+    from flower.report.analysis import analyze
 
     base = open_store(store, Path(run_dir))
     try:
@@ -336,8 +336,8 @@ def demo(ctx: click.Context, root: str | None, html_path: str | None) -> None:
 
     import anyio
 
-    from flower.demo import run_demo
-    from flower.demo_report import print_demo_report
+    from flower.cli.demo import run_demo
+    from flower.cli.demo_checks import print_demo_report
 
     started = time.monotonic()
     result = anyio.run(run_demo, Path(root) if root else None)

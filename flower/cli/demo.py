@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,15 +195,3 @@ async def run_demo(root: Path | None = None, on_event: Callable[[Event], Any] | 
         api.stop()
     api.assert_done()
     return DemoRun(root, repo, runtime, api, [first, second], events)
-
-
-def main() -> int:
-    """Run the demo and print its context report."""
-    import anyio
-
-    from flower.demo_report import print_demo_report
-
-    started = time.monotonic()
-    run = anyio.run(run_demo)
-    print_demo_report(run, elapsed=time.monotonic() - started)
-    return 0 if all(step.ok for step in run.steps) else 1

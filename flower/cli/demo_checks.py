@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from flower.demo import DemoRun
+    from flower.cli.demo import DemoRun
 
 __all__ = ["DemoFigures", "demo_figures", "print_demo_report"]
 

@@ -78,7 +78,7 @@ def _import_module(name: str) -> Any:
 
 def load_spec(target: str) -> Any:
     """The `AgentSpec` named by `FILE.py:ATTR` or `module:attr` (or returned by a zero-argument callable)."""
-    from flower.core.agent import AgentSpec
+    from flower.core.spec import AgentSpec
 
     source, sep, attr = target.rpartition(":")
     if not sep or not source or not attr:
@@ -141,7 +141,7 @@ def read_prompt(prompt: str | None) -> str:
 
 
 def _summary(result: Any, threshold: int | None, run_dir: Path) -> str:
-    from flower.live import format_elapsed, format_tokens
+    from flower.report.text import format_elapsed, format_tokens
 
     mark = "+ done" if result.ok else "x failed"
     limit = f"/{format_tokens(threshold)}" if threshold else ""
@@ -157,9 +157,9 @@ def execute(
 ) -> None:
     import anyio
 
-    from flower._rundata import close_store, open_store
+    from flower.report.rundata import close_store, open_store
     from flower.core.runtime import Runtime
-    from flower.live import LiveView
+    from flower.cli.live import LiveView
 
     check_credentials(os.environ)
     base = open_store(store, None, create=True) if store else None

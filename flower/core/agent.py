@@ -1,4 +1,5 @@
-"""`AgentSpec` and `build_options`: compiling a spec into the SDK's `ClaudeAgentOptions` (S-25, S-26).
+"""`build_options`: compiling an `AgentSpec` (`flower.core.spec`) into the SDK's `ClaudeAgentOptions`
+(S-25, S-26).
 
 Invariants:
 - Instructions (and a prelude) are appended to the `claude_code` preset, never replacing it (S-25).
@@ -6,8 +7,6 @@ Invariants:
 - The walls follow from the spec (B-1): `build_options` always installs `spec_guards(spec)`, so a
   coordinator compiled without any runtime or workbench is still walled.
 - `fork` or `resume_at` without `resume` is an error, not a silent no-op.
-- A delegating spec may not set `tools`: the CLI's tool list is session-wide and would strip its
-  subagents too (checked with the real CLI: a worker's Write became "disabled for this session").
 - Lean by default: the CLI's optional built-in tools that neither the spec nor any of its agents names
   (`OPTIONAL_BUILTINS`: Workflow, ScheduleWakeup, ReportFindings, ListAgents, Skill; about 17,000 chars
   of definitions plus their system-prompt text) are left out of the session with `disallowed_tools`.
@@ -20,83 +19,21 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, HookMatcher, SessionStore
+from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, SessionStore
 
-from flower.core.compact import CompactPolicy
 from flower.core.guard import merge_hooks, spec_guards
+from flower.core.spec import AgentSpec
 from flower.errors import ConfigError
 
-__all__ = ["BUILTIN_AGENTS", "OPTIONAL_BUILTINS", "AgentSpec", "build_options", "unused_builtins"]
+__all__ = ["BUILTIN_AGENTS", "OPTIONAL_BUILTINS", "build_options", "unused_builtins"]
 
 OPTIONAL_BUILTINS = ("Workflow", "ScheduleWakeup", "ReportFindings", "ListAgents", "Skill")
 """Built-in tools of the bundled CLI that a flower spec never needs unless it names them."""
 BUILTIN_AGENTS = ("claude", "Explore", "general-purpose", "Plan", "statusline-setup")
 """The bundled CLI's own agent types, listed to the main thread unless denied as `Agent(<type>)`."""
-
-Effort = Literal["low", "medium", "high", "xhigh", "max"]
-PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
-
-
-@dataclass
-class AgentSpec:
-    """What one main thread is: its instructions, tools, subagents and walls."""
-
-    name: str
-    """A short name, used in denial reasons, step names and reports."""
-    instructions: str
-    """Appended to the Claude Code system prompt preset."""
-    tools: list[str] | None = None
-    """The tools offered at all (the CLI's `--tools`). Session-wide: it strips subagents too, so a
-    delegating spec leaves it None."""
-    allowed_tools: list[str] = field(default_factory=lambda: ["Read", "Glob", "Grep"])
-    """Tools approved without asking. Not exclusive by itself; `whitelist_guard` makes it so for
-    Bash/Write/Edit/NotebookEdit on non-delegating specs."""
-    model: str | None = None
-    """Model id or alias; None lets the CLI choose."""
-    effort: Effort | None = None
-    """Reasoning effort."""
-    max_turns: int | None = None
-    """Turn cap of one query."""
-    max_budget_usd: float | None = None
-    """Spend cap of one query."""
-    permission_mode: PermissionMode | None = None
-    """The CLI's permission mode; None keeps its default."""
-    agents: dict[str, AgentDefinition] | None = None
-    """Subagents this spec may dispatch, by name."""
-    mcp_servers: dict[str, Any] = field(default_factory=dict)
-    """MCP servers, as the SDK takes them."""
-    hooks: dict[str, list[HookMatcher]] | None = None
-    """Extra hooks, merged after flower's walls."""
-    compact: CompactPolicy | None = None
-    """The CLI's compaction switches; None lets the runtime decide (generations force no_summary)."""
-    env: dict[str, str] = field(default_factory=dict)
-    """Extra environment for the CLI process."""
-    glance: bool = False
-    """A delegating spec may run read-only glance Bash commands itself."""
-    delegate_only: bool = False
-    """The main thread only plans and dispatches; hands-on tools are walled by a hook."""
-    workbench: bool = True
-    """Deliver the workbench block (rules and listing) to this spec when the runtime has a workbench."""
-    leads: tuple[str, ...] = ()
-    """Agent types walled like the main thread: sub-leads that dispatch further subagents (L-1)."""
-    lean: bool = True
-    """Leave out the CLI's optional built-in tools that neither this spec nor its agents names."""
-
-    def __post_init__(self) -> None:
-        if not self.name.strip():
-            raise ConfigError("AgentSpec name must not be empty")
-        if self.delegate_only and self.tools is not None:
-            raise ConfigError(
-                f"AgentSpec {self.name!r}: a delegating spec cannot set tools= (it is session-wide and would "
-                "strip its subagents); use allowed_tools"
-            )
-        unknown = [lead for lead in self.leads if lead not in (self.agents or {})]
-        if unknown:
-            raise ConfigError(f"AgentSpec {self.name!r}: leads {unknown} are not among its agents")
 
 
 def unused_builtins(spec: AgentSpec) -> list[str]:

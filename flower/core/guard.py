@@ -18,14 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from claude_agent_sdk import HookMatcher
 
 from flower.core import texts
-
-if TYPE_CHECKING:
-    from flower.core.agent import AgentSpec
+from flower.core.spec import AgentSpec
 
 __all__ = [
     "HANDS_ON",

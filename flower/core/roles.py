@@ -19,7 +19,7 @@ from typing import Any
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
 from flower.core import texts
-from flower.core.agent import AgentSpec, Effort, PermissionMode
+from flower.core.spec import AgentSpec, Effort, PermissionMode
 from flower.core.compact import CompactPolicy
 from flower.errors import ConfigError
 

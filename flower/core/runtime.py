@@ -40,7 +40,8 @@ from claude_agent_sdk import (
 )
 
 from flower.core import texts
-from flower.core.agent import AgentSpec, build_options
+from flower.core.agent import build_options
+from flower.core.spec import AgentSpec
 from flower.core.compact import CompactPolicy
 from flower.core.events import Event, OnEvent, emit, to_events
 from flower.core.guard import approve_subagents

@@ -385,18 +385,3 @@ def workbench_hooks(workbench: Workbench, *, relay: bool = True) -> dict[HookEve
     if relay:
         hooks["PreToolUse"] = [HookMatcher(matcher="Agent", hooks=[relay_guard(workbench)])]
     return hooks
-
-
-# --- statistics, moved to flower.core.workbench_stats ----------------------------------------
-
-_MOVED = frozenset({"ScriptUse", "WorkbenchStats", "workbench_stats"})
-
-
-def __getattr__(name: str) -> Any:
-    """Keep `from flower.core.workbench import workbench_stats` working. Resolved lazily because
-    workbench_stats imports this module: an eager import here would be circular."""
-    if name in _MOVED:
-        from flower.core import workbench_stats as stats
-
-        return getattr(stats, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

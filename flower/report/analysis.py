@@ -3,7 +3,7 @@
 `analyze(main, subagents, ...)` is a pure function over transcript entries (dicts as a `SessionStore`
 returns them) plus a few records read beside them (the spill log, workbench statistics, the manifest's
 cost). It returns a frozen `Report`; `report_json()` turns it into plain data. Loading a run from disk
-and printing it live elsewhere (`flower._rundata`, `flower.cli`).
+and printing it live elsewhere (`flower.report.rundata`, `flower.cli`).
 
 Invariants:
 - Usage is counted once per API message. One reply is stored as several entries (thinking, text, each
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from flower._entries import (
+from flower.report.entries import (
     Entry,
     TokenUsage,
     add_usage,

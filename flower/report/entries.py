@@ -1,7 +1,7 @@
 """Reading transcript entries for the report: API messages, usage, visible characters, tool calls.
 
 Pure functions over entries as a `SessionStore` returns them (dicts, one JSONL line each); nothing here
-trusts a field's type. See `flower.report` for the invariants they serve: usage once per API message
+trusts a field's type. See `flower.report.analysis` for the invariants they serve: usage once per API message
 (grouped by `message.id`, else `requestId`; the last entry of a group is complete), each block and each
 tool call counted once, synthetic messages never a turn.
 """

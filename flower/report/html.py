@@ -17,8 +17,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from flower.live import format_tokens
-from flower.report import Report
+from flower.report.analysis import Report
+from flower.report.text import format_tokens
 
 __all__ = ["render_html"]
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from flower.report import visible_chars
+from flower.report.analysis import visible_chars
 
 __all__ = [
     "PRICING",

@@ -2,7 +2,7 @@
 
 A run is a run dir (`manifest.json`, `sessions.db`) or any session store (`--store`, a SQLite path or a
 `postgresql://` DSN), plus the workbench the runtime used. Everything here only reads; the analysis is pure
-and lives in `flower.report` / `flower.preview`.
+and lives in `flower.report.analysis` / `flower.report.preview`.
 
 Invariants:
 - Opening a store for reading never creates one: a missing SQLite file is a `StoreError` naming it.

@@ -1,6 +1,6 @@
 """Terminal renderings of the report, the preview and the session listings (rich tables).
 
-Every string that comes from a transcript is sanitized (`flower.live.sanitize`) and printed as plain
+Every string that comes from a transcript is sanitized (`flower.report.text.sanitize`) and printed as plain
 `Text`, never parsed as rich markup.
 """
 
@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from flower.live import fit, format_tokens, sanitize
-from flower.preview import Preview
-from flower.report import Report, ThreadStats
+from flower.report.analysis import Report, ThreadStats
+from flower.report.preview import Preview
+from flower.report.text import fit, format_tokens, sanitize
 
 __all__ = ["print_preview", "print_report", "print_session", "print_sessions"]
 

@@ -1,7 +1,9 @@
 """The HTTP side of the scripted API: a threaded server on 127.0.0.1 and the request handler.
 
-The handler records each request, asks the `ScriptedAPI` for its step, and puts the step on the wire:
-an SSE stream, a JSON message for `stream: false`, an error body, or a connection cut with RST.
+The handler records each request, asks its `Script` (the `ScriptedAPI`) for its step, and puts the step on
+the wire: an SSE stream, a JSON message for `stream: false`, an error body, or a connection cut with RST.
+The handler knows the scripted API only through the `Script` protocol, so this module imports nothing of
+`flower.testing.server`.
 """
 
 from __future__ import annotations
@@ -13,15 +15,25 @@ import threading
 import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from flower.testing.replies import Drop, Error, Reply, error_body, materialize, sse_events
+from flower.testing.replies import Drop, Error, Reply, Step, error_body, materialize, sse_events
 from flower.testing.request import Request
 
-if TYPE_CHECKING:
-    from flower.testing.server import ScriptedAPI
+__all__ = ["Script", "Server", "make_handler"]
 
-__all__ = ["Server", "make_handler"]
+
+class Script(Protocol):
+    """What the handler asks of the scripted API behind it."""
+
+    model: str
+    _usages: dict[int, dict[str, int]]
+
+    def _record(self, headers: Mapping[str, str], body: Mapping[str, Any], size: int) -> Request: ...
+
+    def _next_step(self, request: Request) -> Step: ...
+
+    def _cached_chars(self, request: Request) -> int: ...
 
 
 class Server(ThreadingHTTPServer):
@@ -55,7 +67,7 @@ class Server(ThreadingHTTPServer):
                 pass
 
 
-def make_handler(api: ScriptedAPI) -> type[BaseHTTPRequestHandler]:
+def make_handler(api: Script) -> type[BaseHTTPRequestHandler]:
     class _Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 

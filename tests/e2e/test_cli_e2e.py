@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 
 SPEC = """\
 from claude_agent_sdk import AgentDefinition
-from flower.core.agent import AgentSpec
+from flower.core.spec import AgentSpec
 
 spec = AgentSpec(
     name="e2e", instructions="Look around, then delegate the data.",

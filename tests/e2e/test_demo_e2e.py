@@ -9,8 +9,8 @@ import anyio
 import pytest
 from rich.console import Console
 
-from flower.demo import run_demo
-from flower.demo_report import print_demo_report
+from flower.cli.demo import run_demo
+from flower.cli.demo_checks import print_demo_report
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from flower.report import analyze
-from flower.report_html import render_html
+from flower.report.analysis import analyze
+from flower.report.html import render_html
 from tests.unit.test_report import main_session, reply, sub_session, usage, user
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from flower.core.agent import AgentSpec
+from flower.core.spec import AgentSpec
 from flower.core.compact import CompactPolicy
 from flower.core.events import Event
 from flower.core.handoff import HandoffPolicy

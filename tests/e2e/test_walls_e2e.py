@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from claude_agent_sdk import InMemorySessionStore
 
-from flower.core.agent import AgentSpec, build_options
+from flower.core.agent import build_options
+from flower.core.spec import AgentSpec
 from flower.core.roles import coordinator, worker
 from flower.testing import ScriptedAPI, collect, text, tool_use
 

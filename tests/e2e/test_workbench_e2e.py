@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from flower.core.agent import AgentSpec
+from flower.core.spec import AgentSpec
 from flower.core.roles import coordinator, worker
 from flower.core.runtime import Runtime
 from flower.core.workbench import Workbench

@@ -14,11 +14,12 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from flower._launch import check_credentials
+from flower.cli.launch import check_credentials
 from flower.cli import cli
 from flower.core import texts
 from flower.errors import ConfigError
-from flower.live import LiveView, sanitize
+from flower.cli.live import LiveView
+from flower.report.text import sanitize
 from flower.stores.sqlite import SqliteSessionStore
 from tests.unit.test_report import glance_session, main_session, sub_session
 
@@ -88,7 +89,7 @@ def run_dir(tmp_path: Path) -> Path:
 def test_run_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "spec.py").write_text(
-        "from flower.core.agent import AgentSpec\nX = 3\n"
+        "from flower.core.spec import AgentSpec\nX = 3\n"
         "def broken():\n    raise RuntimeError('boom\\nsecond line')\n"
     )
     (tmp_path / "bad.py").write_text("def f(:\n")
@@ -108,10 +109,10 @@ def test_run_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_load_spec_accepts_files_modules_callables_and_dotted_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flower._launch import load_spec
+    from flower.cli.launch import load_spec
 
     body = (
-        "from flower.core.agent import AgentSpec\n"
+        "from flower.core.spec import AgentSpec\n"
         "from helper import NAME\n"  # a neighbour of the spec file is importable
         "spec = AgentSpec(name=NAME, instructions='i')\n"
         "def build():\n    return AgentSpec(name='built', instructions='i')\n"
@@ -133,7 +134,7 @@ def test_load_spec_accepts_files_modules_callables_and_dotted_names(
 
 def test_missing_credentials_stop_a_real_run(tmp_path: Path) -> None:
     (tmp_path / "spec.py").write_text(
-        "from flower.core.agent import AgentSpec\nspec = AgentSpec(name='s', instructions='i')\n"
+        "from flower.core.spec import AgentSpec\nspec = AgentSpec(name='s', instructions='i')\n"
     )
     env: dict[str, str | None] = {
         name: None
@@ -327,7 +328,7 @@ DRIVER = r"""
 import sys
 from flower.core import texts
 from flower.core.events import Event as E
-from flower.live import LiveView
+from flower.cli.live import LiveView
 
 pointer = texts.SPILL_POINTER.format(chars=6000, path="/ws/.flower/spill/ab.txt")
 events = [

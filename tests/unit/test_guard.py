@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from flower.core import texts
-from flower.core.agent import AgentSpec, build_options
+from flower.core.agent import build_options
+from flower.core.spec import AgentSpec
 from flower.core.guard import approve_subagents, delegate_guard, merge_hooks, spec_guards, whitelist_guard
 from flower.core.roles import coordinator, worker
 from flower.errors import ConfigError

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from flower.preview import PRICING, build_preview, preview_json, render_entry
-from flower.report import analyze, api_messages, least_squares_slope, report_json, visible_chars
-from flower.report_html import render_html
+from flower.report.preview import PRICING, build_preview, preview_json, render_entry
+from flower.report.analysis import analyze, api_messages, least_squares_slope, report_json, visible_chars
+from flower.report.html import render_html
 from tests.data.transcripts import TRANSCRIPTS, Transcript, bash, text, tool_use
 
 Entry = dict[str, Any]

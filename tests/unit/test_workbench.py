@@ -10,7 +10,6 @@ import pytest
 from claude_agent_sdk import HookMatcher
 
 from flower.core import texts
-from flower.core import workbench as workbench_mod
 from flower.core.workbench import (
     Entry,
     Workbench,
@@ -398,15 +397,6 @@ def test_workbench_stats_counts_writes_runs_reruns_from_main_and_subagent_transc
 def test_workbench_stats_of_an_empty_run(ws: Path) -> None:
     stats = workbench_stats(Workbench(ws), [])
     assert stats == WorkbenchStats(0, 0, 0, 0, 0, 0, 0, 0, ())
-
-
-def test_statistics_moved_but_the_old_import_path_still_works() -> None:
-    from flower.core.workbench import workbench_stats as old
-
-    assert old is workbench_stats
-    assert workbench_mod.WorkbenchStats is WorkbenchStats and workbench_mod.ScriptUse is ScriptUse
-    with pytest.raises(AttributeError):
-        workbench_mod.no_such_name  # noqa: B018
 
 
 def test_ensure_keeps_spill_copies_out_of_searches_and_git(tmp_path: Path) -> None:
