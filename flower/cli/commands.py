@@ -351,3 +351,11 @@ def demo(ctx: click.Context, root: str | None, html_path: str | None) -> None:
 
 def main() -> None:
     cli(prog_name="flower")
+
+
+# The human channel's commands (issue #14): asks, answer, say.
+from flower.cli.human import answer, asks, say  # noqa: E402
+
+cli.add_command(asks)
+cli.add_command(answer)
+cli.add_command(say)

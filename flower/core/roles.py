@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
@@ -23,11 +23,23 @@ from flower.core.spec import AgentSpec, Effort, PermissionMode
 from flower.core.compact import CompactPolicy
 from flower.errors import ConfigError
 
-__all__ = ["COORDINATOR_TOOLS", "WEB_TOOLS", "WORKER_TOOLS", "coordinator", "worker"]
+__all__ = ["COORDINATOR_TOOLS", "WEB_TOOLS", "WORKER_TOOLS", "ToolChannel", "coordinator", "worker"]
 
 COORDINATOR_TOOLS = ("Agent", "TodoWrite", "Read")
 WEB_TOOLS = ("WebFetch", "WebSearch")
 WORKER_TOOLS = ("Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "WebSearch")
+
+
+class ToolChannel(Protocol):
+    """What `coordinator(channel=...)` needs of a channel (`flower.human.HumanChannel` is one): its MCP
+    server and the full names of its tools, all safe on the main thread."""
+
+    @property
+    def tool_names(self) -> tuple[str, ...]: ...
+
+    def mcp_servers(self) -> Mapping[str, Any]: ...
+
+    def tool_env(self) -> Mapping[str, str]: ...
 
 
 def worker(
@@ -78,11 +90,22 @@ def coordinator(
     env: Mapping[str, str] | None = None,
     leads: Sequence[str] = (),
     mcp_servers: Mapping[str, Any] | None = None,
+    channel: ToolChannel | None = None,
 ) -> AgentSpec:
-    """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`."""
+    """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`.
+
+    `channel` (a `HumanChannel`) gives the main thread its ask and inbox tools: its server joins
+    `mcp_servers`, its tools are approved and named glance-safe, so the main-thread wall lets them through
+    while it denies every other MCP tool. Asking is a main-thread act: a worker that needs a decision reports it.
+    """
     if not workers:
         raise ConfigError(f"coordinator {name!r} needs at least one worker to dispatch to")
     allowed = list(COORDINATOR_TOOLS) + (["Bash"] if glance else []) + _merged_web_tools(workers)
+    servers, extra_env = dict(mcp_servers or {}), dict(env or {})
+    if channel is not None:
+        allowed += [tool for tool in channel.tool_names if tool not in allowed]
+        servers.update(channel.mcp_servers())
+        extra_env = {**channel.tool_env(), **extra_env}
     return AgentSpec(
         name=name,
         instructions=texts.COORDINATOR_RULES + "\n\n" + instructions.strip(),
@@ -93,10 +116,10 @@ def coordinator(
         max_budget_usd=max_budget_usd,
         permission_mode=permission_mode,
         agents=dict(workers),
-        mcp_servers=dict(mcp_servers or {}),
+        mcp_servers=servers,
         hooks=hooks,
         compact=compact,
-        env=dict(env or {}),
+        env=extra_env,
         glance=glance,
         delegate_only=True,
         workbench=True,

@@ -178,3 +178,39 @@ RESUME_AFTER_INTERRUPT = (
     "The run was interrupted on purpose. A call that was cancelled by the interruption is not a fault: "
     "it may have run in part, so check its effect before repeating it, then continue.{message}"
 )
+
+
+# --- the human channel (L-8) ------------------------------------------------------------------
+# Tool descriptions: they ride in the tool listing of every main-thread request that offers them.
+ASK_TOOL = (
+    "Ask the human a question and wait for the answer. Only for a decision you cannot make yourself and "
+    "that changes the work; give options when there are a few clear choices. The answer may not come: "
+    "then decide yourself and record the assumption."
+)
+INBOX_TOOL = (
+    "Read messages the human sent during the run (corrections, new requirements). Returns at once; "
+    "call it between pieces of work."
+)
+# What the model sees as the ask tool's result, by state. {answer}: the human's words.
+ASK_ANSWERED = "The human answered: {answer}"
+ASK_OVER_BUDGET = (
+    "[flower: no more questions in this run. Decide yourself, write the open points and the assumptions "
+    "you adopt under Unknowns and assumptions, and continue.]"
+)
+ASK_TIMEOUT = (
+    "[flower: nobody answered in time. Continue on your own judgment; record the question and the "
+    "assumption you adopt under Unknowns and assumptions. Do not ask it again and do not wait.]"
+)
+ASK_DECLINED = (
+    "[flower: the human skipped this question.{reason} Decide yourself and record the assumption you "
+    "adopt.]"
+)
+ASK_INVALID = "[flower: the question was empty. Write the question out in full, or decide yourself.]"
+# The inbox tool's result.
+INBOX_EMPTY = "[flower: the inbox is empty; keep working.]"
+INBOX_HEAD = "The human sent {count} message(s) during the run:"
+INBOX_SAVED = "They were appended to the brief at {path}; it stays the reference for this requirement."
+INBOX_NOT_SAVED = (
+    "[flower: these messages are NOT saved anywhere: they live only in this conversation and are lost at "
+    "the next step. Write what matters to a note now.]"
+)
