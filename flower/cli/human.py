@@ -19,7 +19,14 @@ from pathlib import Path
 import click
 
 from flower.errors import ConfigError
-from flower.human.mailbox import MAILBOX_FILE, Mailbox, PendingQuestion, open_mailbox, pending_questions
+from flower.human.mailbox import (
+    MAILBOX_FILE,
+    Mailbox,
+    PendingQuestion,
+    is_postgres_dsn,
+    open_mailbox,
+    pending_questions,
+)
 
 __all__ = ["answer", "asks", "say"]
 
@@ -36,7 +43,7 @@ schema_option = click.option("--schema", default="flower", show_default=True,
 
 def _open(run: str, store: str | None, schema: str) -> tuple[Mailbox, str | None]:
     """The mailbox and the run key to read (None: every run of a run dir)."""
-    if store and store.startswith(("postgresql://", "postgres://")):
+    if store and is_postgres_dsn(store):
         return open_mailbox(".", store, schema=schema), run
     folder = Path(run)
     if not folder.is_dir():

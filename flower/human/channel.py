@@ -35,7 +35,7 @@ from claude_agent_sdk import McpSdkServerConfig, create_sdk_mcp_server, tool
 from flower.core import texts
 from flower.core.events import Event
 from flower.errors import ConfigError
-from flower.human.mailbox import Letter, Mailbox
+from flower.human.mailbox import Letter, Mailbox, PostgresMailbox, open_mailbox
 
 __all__ = ["Ask", "AskState", "HumanChannel", "Mail"]
 
@@ -195,14 +195,13 @@ class HumanChannel:
     def bind(self, runtime: Any) -> HumanChannel:
         """Defaults from a `Runtime`: the Q&A log in its workbench notes, and its mailbox (its PostgreSQL store's
         database, else `human.db` in its run dir) under its run id. Settings already given are kept."""
-        from flower.human.mailbox import open_mailbox
-
         workbench = getattr(runtime, "workbench", None)
         if self.log_path is None and workbench is not None:
             self.log_path = Path(workbench.notes) / f"{self.name}-questions.md"
         if self.mailbox is None:
             dsn, schema = _store_dsn(getattr(runtime, "store", None))
-            self.attach(open_mailbox(runtime.run_dir, dsn, schema=schema), self.run or runtime.run_id)
+            mailbox = PostgresMailbox(dsn, schema=schema) if dsn else open_mailbox(runtime.run_dir)
+            self.attach(mailbox, self.run or runtime.run_id)
         return self
 
     # --- the model's side -------------------------------------------------------------------------

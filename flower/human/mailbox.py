@@ -36,6 +36,7 @@ __all__ = [
     "PendingQuestion",
     "PostgresMailbox",
     "SqliteMailbox",
+    "is_postgres_dsn",
     "open_mailbox",
     "pending_questions",
 ]
@@ -215,9 +216,14 @@ class PostgresMailbox:
 def open_mailbox(run_dir: str | Path, store: str | None = None, *, schema: str = "flower") -> Mailbox:
     """The mailbox of a run: in its PostgreSQL database when `store` is a postgres DSN, else in `human.db`
     beside the SQLite session store (`store`, a file) or in `run_dir`."""
-    if store and store.startswith(("postgresql://", "postgres://")):
+    if store and is_postgres_dsn(store):
         return PostgresMailbox(store, schema=schema)
     return SqliteMailbox((Path(store).parent if store else Path(run_dir)) / MAILBOX_FILE)
+
+
+def is_postgres_dsn(store: str) -> bool:
+    """A PostgreSQL connection string (URL or key=value form), not a file path."""
+    return store.startswith(("postgresql://", "postgres://")) or bool(re.match(r"\s*\w+\s*=", store))
 
 
 def pending_questions(letters: list[Letter]) -> list[PendingQuestion]:

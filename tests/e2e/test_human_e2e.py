@@ -7,6 +7,8 @@ listing (SDK-FACTS §11) but runs a direct call to a connected server's tool all
 
 from __future__ import annotations
 
+import os
+import secrets
 import subprocess
 import sys
 import threading
@@ -130,3 +132,76 @@ async def test_flower_say_during_a_workers_run_reaches_the_next_inbox_call_and_t
 def flower(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "flower", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=60)
+
+
+def answer_from_another_process(channel: HumanChannel, *args: str, cwd: Path) -> threading.Thread:
+    """Once the question is published, run `flower asks` and `flower answer` as separate processes."""
+    outputs: list[str] = []
+
+    def human() -> None:
+        deadline = time.monotonic() + 60
+        while not channel.pending() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        listed = flower("asks", *args, cwd=cwd)
+        answered = flower("answer", *args[:1], "the red one", *args[1:], cwd=cwd)
+        outputs.extend([listed.stdout + listed.stderr, answered.stdout + answered.stderr])
+
+    thread = threading.Thread(target=human, daemon=True)
+    thread.outputs = outputs  # type: ignore[attr-defined]
+    thread.start()
+    return thread
+
+
+async def test_flower_answer_from_a_second_process_through_the_sqlite_mailbox(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    scripted_api.script([tool_use(ASK, {"question": "Which brush?", "options": ["red", "blue"]}),
+                         text("using the red brush")])
+    rt = runtime(scripted_api, tmp_path, workspace)
+    ch = HumanChannel(timeout_s=60, poll_s=0.1).bind(rt)
+    helper = answer_from_another_process(ch, str(rt.run_dir), cwd=tmp_path)
+    result = await rt.run(lead(ch), "Paint the shed.")
+    helper.join(30)
+    listed, answered = helper.outputs  # type: ignore[attr-defined]
+    assert listed.startswith("q1  run-7  asked ") and "Which brush?  [red | blue]" in listed
+    assert answered.strip() == "answered q1: Which brush?"
+    assert result.ok and scripted_api.main_requests[1].result_text() == texts.ASK_ANSWERED.format(answer="the red one")
+    assert flower("asks", str(rt.run_dir), cwd=tmp_path).stdout.strip() == "no question is waiting"
+
+
+@pytest.mark.postgres
+async def test_flower_answer_from_a_second_process_through_postgresql(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    import psycopg
+
+    from flower.stores.postgres import PostgresSessionStore
+
+    dsn = os.environ.get("FLOWER_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    try:
+        psycopg.connect(dsn, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"PostgreSQL unreachable at {dsn}: {exc}")
+    schema = f"human_e2e_{os.getpid()}_{secrets.token_hex(3)}"
+    store = PostgresSessionStore(dsn, schema=schema)
+    try:
+        scripted_api.script([tool_use(ASK, {"question": "Which brush?"}), text("using the red brush")])
+        rt = runtime(scripted_api, tmp_path, workspace, store=store)
+        ch = HumanChannel(timeout_s=60, poll_s=0.1).bind(rt)
+        helper = answer_from_another_process(ch, "run-7", "--store", dsn, "--schema", schema, cwd=tmp_path)
+        result = await rt.run(lead(ch), "Paint the shed.")
+        helper.join(30)
+        listed, answered = helper.outputs  # type: ignore[attr-defined]
+        assert listed.startswith("q1  run-7  asked ") and listed.strip().endswith("Which brush?")
+        assert answered.strip() == "answered q1: Which brush?"
+        assert result.ok
+        assert scripted_api.main_requests[1].result_text() == texts.ASK_ANSWERED.format(answer="the red one")
+        assert not (rt.run_dir / "human.db").exists()  # the letters went to PostgreSQL
+    finally:
+        await store.aclose()
+        if ch.mailbox is not None:
+            ch.mailbox.close()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
