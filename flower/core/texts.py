@@ -214,3 +214,21 @@ INBOX_NOT_SAVED = (
     "[flower: these messages are NOT saved anywhere: they live only in this conversation and are lost at "
     "the next step. Write what matters to a note now.]"
 )
+
+# --- documents: brief, goal, verdict (L-9, L-10) ----------------------------------------------
+# The note under a frozen brief's title; the brief is read by people and by the agents of later steps.
+BRIEF_NOTE = (
+    "> Frozen by flower's clarify step. Edit this file to change the requirement; delete it to clarify again."
+)
+GOAL_NOTE = "> Set by flower's goal step; the judge checks every item. Edit this file to change the goal."
+# What an empty section shows in a written document (read back as empty).
+NOT_FILLED = "(not filled)"
+# A goal check the judge cannot verify in this environment starts with this marker.
+UNVERIFIABLE_MARK = "[cannot verify here"
+# Sent to the worker's resumed session when the judge says the goal is not achieved yet.
+VERDICT_FEEDBACK = (
+    "The last round did NOT achieve the goal. The judge's reason: {reason}\n"
+    "Items that failed:\n{failed}\n"
+    "Continue from where you are: close only these gaps; do not start over and do not widen the scope."
+)
+VERDICT_NO_REASON = "the judge gave no clear verdict, so the goal counts as not achieved"
