@@ -101,7 +101,8 @@ class Brief:
         found = labelled_sections(text or "", BRIEF_SECTIONS)
         first = first_nonempty(found)
         additions = tuple(s.body for s in found if s.key == "additions" and s.body)
-        return cls(*(_filled(first.get(key, "")) for key in cls.REQUIRED), additions=additions)
+        goal, acceptance, bounds, unknowns = (_filled(first.get(key, "")) for key in cls.REQUIRED)
+        return cls(goal, acceptance, bounds, unknowns, additions)
 
     def missing(self) -> list[str]:
         """The display names of the required sections that are empty."""
