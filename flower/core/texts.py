@@ -232,3 +232,66 @@ VERDICT_FEEDBACK = (
     "Continue from where you are: close only these gaps; do not start over and do not widen the scope."
 )
 VERDICT_NO_REASON = "the judge gave no clear verdict, so the goal counts as not achieved"
+
+# --- clarify (L-9) ---------------------------------------------------------------------------
+# The clarifier's role, appended to its system prompt. It cannot write: the wall is a hook, this only explains.
+CLARIFY_RULES = """\
+## Your job: clarify the request before any work starts
+Find out what is wanted; do not do the work. You can read the workspace, but you cannot write files or run
+commands. Look things up yourself first; ask the human (the ask tool) only what you cannot find out, one clear
+question at a time, with options when there are a few choices. Then reply with the brief and nothing else, in
+these four sections:
+## Goal
+What should exist or be true at the end, in a few sentences.
+## Acceptance criteria
+How anyone can tell it is done: concrete, checkable items.
+## Bounds
+What is out of scope or must not change.
+## Unknowns and assumptions
+What stayed open, and the assumption adopted for each.
+Paste no code and no file contents; name files by path."""
+CLARIFY_PROMPT = "The request to clarify:\n\n{request}"
+CLARIFY_MISSING = (
+    "The brief is incomplete: {missing} missing or empty. Reply with the whole brief again, all four sections "
+    "filled (write the assumption you adopt where something is unknown)."
+)
+CLARIFY_RESUME = (
+    "Continue the clarification where it stopped; it is not a restart. Do not ask again what was answered "
+    "above. Reply with the whole four-section brief."
+)
+
+# --- goal and judge (L-10) -------------------------------------------------------------------
+GOAL_RULES = """\
+## Your job: turn the brief into a goal a judge can check
+Reply with two sections and nothing else:
+## Goal
+One statement of what "done" means.
+## Checks
+One check per line, each decidable by looking at the workspace{can_run}. Start a check that cannot be
+verified in this environment with "[cannot verify here: <why>]"."""
+GOAL_CAN_RUN = " or by running a command there"
+GOAL_PROMPT = "The brief:\n\n{brief}"
+GOAL_MISSING = "The goal is incomplete: {missing} missing. Reply with both sections again."
+GOAL_UNVERIFIABLE = (
+    "{count} of {total} checks cannot be verified here; if the judge meets them it stops to ask you. "
+    "Edit {path} now to change them."
+)
+JUDGE_RULES = """\
+## Your job: judge whether the goal is achieved
+You are an independent judge. Look at the workspace yourself{can_run}; do not trust the worker's reply. A check
+without evidence you can see fails. Reply in three sections:
+## Verdict
+achieved, not yet, or unreachable (it cannot be achieved here, whatever the worker does).
+## Reason
+The evidence for your verdict, short.
+## Failed
+The checks that failed, one per line."""
+JUDGE_CAN_RUN = " and run commands to check it"
+JUDGE_PROMPT = "{goal}\n\n## The worker's reply (round {round})\n\n{reply}\n\nJudge this round, check by check."
+# Asked of the human (a framework question, outside max_asks) when the judge finds the goal unreachable.
+UNREACHABLE_QUESTION = "The judge says the goal cannot be reached: {reason} What now?"
+UNREACHABLE_OPTIONS = ("accept the result as it is", "amend the goal", "the judge is wrong: continue")
+AMEND_QUESTION = "What should be added to the goal? (It is appended; the current goal stays.)"
+JUDGE_OVERRULED = "The human says the goal can be reached and the judge erred: {answer}"
+JUDGE_AMENDED = "The goal was amended by the human: {extra}"
+JUDGE_STOPPED = "stopped: the judge found the goal unreachable ({reason}) and nobody decided what to do"
