@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
 from flower.core import texts
+from flower.core.guard import merge_hooks
 from flower.core.spec import AgentSpec, Effort, PermissionMode
 from flower.core.compact import CompactPolicy
 from flower.errors import ConfigError
@@ -40,6 +41,8 @@ class ToolChannel(Protocol):
     def mcp_servers(self) -> Mapping[str, Any]: ...
 
     def tool_env(self) -> Mapping[str, str]: ...
+
+    def hooks(self) -> Mapping[str, list[HookMatcher]]: ...
 
 
 def worker(
@@ -106,6 +109,7 @@ def coordinator(
         allowed += [tool for tool in channel.tool_names if tool not in allowed]
         servers.update(channel.mcp_servers())
         extra_env = {**channel.tool_env(), **extra_env}
+        hooks = merge_hooks(channel.hooks(), hooks)
     return AgentSpec(
         name=name,
         instructions=texts.COORDINATOR_RULES + "\n\n" + instructions.strip(),

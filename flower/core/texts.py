@@ -295,3 +295,8 @@ AMEND_QUESTION = "What should be added to the goal? (It is appended; the current
 JUDGE_OVERRULED = "The human says the goal can be reached and the judge erred: {answer}"
 JUDGE_AMENDED = "The goal was amended by the human: {extra}"
 JUDGE_STOPPED = "stopped: the judge found the goal unreachable ({reason}) and nobody decided what to do"
+# The denial a subagent gets when it calls the human channel's ask tool: asking is a main-thread act.
+ASK_NOT_FROM_SUBAGENT = (
+    "Only the coordinator talks to the human. Decide yourself if you can; otherwise end your work and put "
+    "the decision you need, with the options, in your reply: the coordinator will ask."
+)

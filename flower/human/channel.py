@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from claude_agent_sdk import McpSdkServerConfig, create_sdk_mcp_server, tool
+from claude_agent_sdk import HookMatcher, McpSdkServerConfig, create_sdk_mcp_server, tool
 
 from flower.core import texts
 from flower.core.events import Event
@@ -175,6 +175,18 @@ class HumanChannel:
         if self._server is None:
             self._server = self._make_server()
         return {self.name: self._server}
+
+    def hooks(self) -> dict[str, list[HookMatcher]]:
+        """A PreToolUse hook that denies the ask tool to subagents (they carry `agent_id`): asking is a
+        main-thread act, and a worker that needs a decision reports it."""
+
+        async def main_thread_only(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+            if not input_data.get("agent_id"):
+                return {}
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                           "permissionDecisionReason": texts.ASK_NOT_FROM_SUBAGENT}}
+
+        return {"PreToolUse": [HookMatcher(matcher=re.escape(self.ask_tool), hooks=[main_thread_only])]}
 
     def tool_env(self) -> dict[str, str]:
         """Environment for the CLI: its MCP tool timeout outlasts our own wait, so a question ends with our

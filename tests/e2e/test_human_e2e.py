@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from claude_agent_sdk import AgentDefinition
 
 from flower.core import texts
 from flower.core.events import Event
@@ -205,3 +206,23 @@ async def test_flower_answer_from_a_second_process_through_postgresql(
             ch.mailbox.close()
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+async def test_a_subagent_that_inherits_every_tool_is_denied_the_ask_tool(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Asking is a main-thread act: a worker that needs a decision reports it."""
+    scripted_api.script(
+        [tool_use("Agent", {"description": "paint", "prompt": "ASK-TASK: paint it", "subagent_type": "any",
+                            "run_in_background": False}),
+         text("the worker reported the open decision")],
+        subagents={"ASK-TASK": [tool_use(ASK, {"question": "Which colour?"}), text("need a colour decision")]},
+    )
+    ch = HumanChannel(timeout_s=30)
+    anything = AgentDefinition(description="does anything", prompt="You work.", tools=None)  # inherits every tool
+    spec = coordinator("lead", "Goal: paint.", {"any": anything}, channel=ch)
+    result = await runtime(scripted_api, tmp_path, workspace).run(spec, "Paint the shed.")
+    assert result.ok
+    seen = scripted_api.subagent_requests()[-1].result_text()
+    # The CLI prefixes a deny for an MCP tool with "PreToolUse:<tool> hook error: "; the reason follows whole.
+    assert seen.endswith(texts.ASK_NOT_FROM_SUBAGENT) and ch.asks == []
