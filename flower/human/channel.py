@@ -59,7 +59,8 @@ class Ask:
     id: str
     """"q1", "q2", ... unique within a run (also across processes sharing its mailbox)."""
     question: str
-    options: tuple[str, ...] = ()
+    options: Sequence[str] = ()
+    """The choices offered (a tuple); typed as a sequence so UIs may read it through a protocol."""
     asked_at: float = field(default_factory=time.time)
     state: AskState = "asked"
     answer: str = ""
