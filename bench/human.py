@@ -59,7 +59,7 @@ async def _latency(way: str, tmp: Path, count: int) -> list[float]:
         sent: list[float] = []
         delay = 0.5 * (index + 0.5) / count  # spread over one poll interval, the same for both ways
 
-        def human() -> None:
+        def human(delay: float = delay, sent: list[float] = sent) -> None:
             while not ch.pending():
                 time.sleep(0.001)
             time.sleep(delay)
