@@ -78,8 +78,13 @@ def coordinator(
     env: Mapping[str, str] | None = None,
     leads: Sequence[str] = (),
     mcp_servers: Mapping[str, Any] | None = None,
+    glance_tools: Sequence[str] = (),
 ) -> AgentSpec:
-    """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`."""
+    """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`.
+
+    `glance_tools` names the MCP tools (`mcp__server__tool`) that only read: the main thread may call
+    those itself; every other MCP tool is denied there (S-8).
+    """
     if not workers:
         raise ConfigError(f"coordinator {name!r} needs at least one worker to dispatch to")
     allowed = list(COORDINATOR_TOOLS) + (["Bash"] if glance else []) + _merged_web_tools(workers)
@@ -101,4 +106,5 @@ def coordinator(
         delegate_only=True,
         workbench=True,
         leads=tuple(leads),
+        glance_tools=tuple(glance_tools),
     )
