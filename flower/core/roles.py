@@ -93,9 +93,13 @@ def coordinator(
     env: Mapping[str, str] | None = None,
     leads: Sequence[str] = (),
     mcp_servers: Mapping[str, Any] | None = None,
+    glance_tools: Sequence[str] = (),
     channel: ToolChannel | None = None,
 ) -> AgentSpec:
     """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`.
+
+    `glance_tools` names the MCP tools (`mcp__server__tool`) that only read: the main thread may call
+    those itself; every other MCP tool is denied there (S-8).
 
     `channel` (a `HumanChannel`) gives the main thread its ask and inbox tools: its server joins
     `mcp_servers`, its tools are approved and named glance-safe, so the main-thread wall lets them through
@@ -128,4 +132,5 @@ def coordinator(
         delegate_only=True,
         workbench=True,
         leads=tuple(leads),
+        glance_tools=tuple(glance_tools) + (tuple(channel.tool_names) if channel is not None else ()),
     )

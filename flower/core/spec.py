@@ -70,6 +70,8 @@ class AgentSpec:
     """Agent types walled like the main thread: sub-leads that dispatch further subagents (L-1)."""
     lean: bool = True
     """Leave out the CLI's optional built-in tools that neither this spec nor its agents names."""
+    glance_tools: tuple[str, ...] = ()
+    """MCP tools (full names, mcp__server__tool) that only read: allowed on a walled main thread; every other MCP tool is denied there (S-8)."""
 
     def __post_init__(self) -> None:
         if not self.name.strip():

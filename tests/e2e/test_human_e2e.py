@@ -226,3 +226,28 @@ async def test_a_subagent_that_inherits_every_tool_is_denied_the_ask_tool(
     seen = scripted_api.subagent_requests()[-1].result_text()
     # The CLI prefixes a deny for an MCP tool with "PreToolUse:<tool> hook error: "; the reason follows whole.
     assert seen.endswith(texts.ASK_NOT_FROM_SUBAGENT) and ch.asks == []
+
+
+async def test_the_wall_lets_the_channel_through_and_denies_another_mcp_tool_on_the_main_thread(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """The coordinator names the channel's tools glance-safe; an SDK MCP tool that writes stays walled."""
+    from claude_agent_sdk import create_sdk_mcp_server, tool
+
+    written: list[str] = []
+
+    @tool("write_note", "Write a note.", {"text": str})
+    async def write_note(args: dict[str, Any]) -> dict[str, Any]:
+        written.append(args["text"])
+        return {"content": [{"type": "text", "text": "written"}]}
+
+    scripted_api.script([tool_use("mcp__notes__write_note", {"text": "from the main thread"}),
+                         tool_use(ASK, {"question": "Go on?"}), text("went on")])
+    ch = HumanChannel(timeout_s=0)
+    spec = coordinator("lead", "Goal: paint.", {"hands": worker("does the work", "You work.")}, channel=ch,
+                       mcp_servers={"notes": create_sdk_mcp_server("notes", tools=[write_note])})
+    assert set(ch.tool_names) <= set(spec.glance_tools) and "mcp__notes__write_note" not in spec.glance_tools
+    result = await runtime(scripted_api, tmp_path, workspace).run(spec, "Paint the shed.")
+    assert result.ok and written == []
+    assert texts.MCP_DENIAL.format(tool="mcp__notes__write_note") in scripted_api.main_requests[1].result_text()
+    assert scripted_api.main_requests[2].result_text() == texts.ASK_TIMEOUT
