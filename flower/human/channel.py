@@ -206,11 +206,15 @@ class HumanChannel:
         return self
 
     def bind(self, runtime: Any) -> HumanChannel:
-        """Defaults from a `Runtime`: the Q&A log in its workbench notes, and its mailbox (its PostgreSQL store's
-        database, else `human.db` in its run dir) under its run id. Settings already given are kept."""
+        """Defaults from a `Runtime`: the Q&A log and the brief (where mail is appended) in its workbench notes,
+        and its mailbox (its PostgreSQL store's database, else `human.db` in its run dir) under its run id.
+        Settings already given are kept."""
         workbench = getattr(runtime, "workbench", None)
-        if self.log_path is None and workbench is not None:
-            self.log_path = Path(workbench.notes) / f"{self.name}-questions.md"
+        notes = Path(workbench.notes) if workbench is not None else Path(runtime.run_dir)
+        if self.log_path is None:
+            self.log_path = notes / f"{self.name}-questions.md"
+        if self.amend_path is None:
+            self.amend_path = notes / "brief.md"  # the clarify step's brief (flower.human.clarify.BRIEF_FILE)
         if self.mailbox is None:
             dsn, schema = _store_dsn(getattr(runtime, "store", None))
             mailbox = PostgresMailbox(dsn, schema=schema) if dsn else open_mailbox(runtime.run_dir)

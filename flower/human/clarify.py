@@ -9,14 +9,15 @@ Invariants:
 - A complete brief on disk skips the step (no model call); delete the file to clarify again.
 - Downstream steps get `Brief.prompt_block()`, never the clarifier's raw reply (a clarifier once pasted a whole
   codebase into it); the questions and answers stay in the clarifier's own session and the channel's log.
-- An incomplete brief is never written.
+- An incomplete brief is never written, and what the human added to the brief file (mail through the channel)
+  is carried into the brief that replaces it.
 
 `ClarifyStep.run(runtime, request)` is the adapter that runs it over a `Runtime` directly.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,8 @@ class ClarifyStep:
             results.append(result)
             brief = Brief.parse(result.text)
         if brief.complete:
+            if existing is not None and existing.additions:  # what the human added before stays in the brief
+                brief = replace(brief, additions=existing.additions + brief.additions)
             brief.write(path)
             refresh = getattr(getattr(runtime, "workbench", None), "refresh", None)
             if callable(refresh):

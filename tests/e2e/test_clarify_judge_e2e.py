@@ -181,3 +181,16 @@ async def test_an_unparseable_verdict_is_not_achieved(
     judged = await with_goal(Work(solo(), "Add --json."), None, rounds=2).run(rt)
     assert [v.state for v in judged.verdicts] == ["", "achieved"] and judged.rounds == 2
     assert texts.VERDICT_NO_REASON in scripted_api.main_requests[2].last_user_text()
+
+
+async def test_mail_sent_before_the_brief_is_frozen_stays_in_it(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    scripted_api.script([text(CLARIFIED)])
+    rt = runtime(scripted_api, tmp_path, workspace)
+    ch = HumanChannel().bind(rt)  # mail goes to notes/brief.md by default
+    ch.send("Keep the output under 80 columns.")
+    outcome = await clarify_step(ch).run(rt, "add a --json flag")
+    assert outcome.ok and outcome.brief.additions == ("Keep the output under 80 columns.",)
+    assert Brief.load(outcome.path) == outcome.brief
+    assert outcome.prompt_block.endswith("## Added during the run\nKeep the output under 80 columns.")
