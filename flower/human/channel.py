@@ -146,6 +146,7 @@ class HumanChannel:
         self.mail: list[Mail] = []
         self.ui_errors: list[str] = []
         self._lock = threading.RLock()
+        self._sync_lock = threading.Lock()  # one mailbox reader at a time: a letter is taken once
         self._ids = itertools.count(1)
         self._waiters: dict[str, _Waiter] = {}
         self._server: McpSdkServerConfig | None = None
@@ -347,15 +348,16 @@ class HumanChannel:
         inbox call; a UI may call it too."""
         if self.mailbox is None:
             return
-        try:
-            letters = self.mailbox.read(self.run, after=self._cursor)
-        except Exception as exc:  # the run goes on without remote answers; the failure is on record
-            self._record("mailbox", exc)
-            return
-        with self._lock:  # a mail letter is followed, not preceded, by its `received` letter
-            self._received.update(letter.ref for letter in letters if letter.kind == "received")
-        for letter in letters:
-            self._take(letter)
+        with self._sync_lock:
+            try:
+                letters = self.mailbox.read(self.run, after=self._cursor)
+            except Exception as exc:  # the run goes on without remote answers; the failure is on record
+                self._record("mailbox", exc)
+                return
+            with self._lock:  # a mail letter is followed, not preceded, by its `received` letter
+                self._received.update(letter.ref for letter in letters if letter.kind == "received")
+            for letter in letters:
+                self._take(letter)
 
     # --- internals ------------------------------------------------------------------------------
 

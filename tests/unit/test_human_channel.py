@@ -146,3 +146,18 @@ async def test_answers_and_mail_cross_processes_through_the_mailbox(tmp_path: Pa
     assert (await again.ask("next?")).id == "q2"
     kinds = [letter.kind for letter in other.read("run-1")]
     assert kinds == ["question", "answer", "mail", "settled", "received"]
+
+
+def test_concurrent_syncs_take_each_letter_once(tmp_path: Path) -> None:
+    path = tmp_path / "human.db"
+    ch = HumanChannel(mailbox=SqliteMailbox(path), run="r")
+    other = SqliteMailbox(path)
+    for i in range(5):
+        other.post("*", "mail", f"note {i}")  # sent to every run of the run dir, as `flower say RUN_DIR` does
+    threads = [threading.Thread(target=ch.sync) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [m.text for m in ch.mail] == [f"note {i}" for i in range(5)]
+    assert sorted(letter.ref for letter in other.read("r") if letter.kind == "received") == ["1", "2", "3", "4", "5"]
