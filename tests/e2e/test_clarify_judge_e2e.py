@@ -194,3 +194,38 @@ async def test_mail_sent_before_the_brief_is_frozen_stays_in_it(
     assert outcome.ok and outcome.brief.additions == ("Keep the output under 80 columns.",)
     assert Brief.load(outcome.path) == outcome.brief
     assert outcome.prompt_block.endswith("## Added during the run\nKeep the output under 80 columns.")
+
+
+@pytest.mark.parametrize("choice", ["accept", "amend", "overrule"])
+async def test_unreachable_then_the_human_accepts_amends_or_overrules(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, choice: str
+) -> None:
+    unreachable = text("## Verdict\nunreachable\n## Reason\nREADME.md is read-only here.\n## Failed\n- README.md mentions --json")
+    later = [] if choice == "accept" else [text("round two"), text("## Verdict\nachieved")]
+    scripted_api.script([text("round one"), unreachable, *later])
+    answers = {"accept": ["1"], "amend": ["amend the goal", "docs/json.md may hold it instead"],
+               "overrule": ["README.md is writable: chmod it first"]}[choice]
+
+    def human(event: Event) -> None:
+        if event.kind == "ask" and event.payload["state"] == "asked":
+            ch.answer(event.payload["id"], answers.pop(0))
+
+    rt = runtime(scripted_api, tmp_path, workspace)
+    path = GOAL.write(rt.workbench.notes / "goal.md")  # type: ignore[union-attr]
+    ch = HumanChannel(timeout_s=30, on_event=human)
+    judged = await with_goal(Work(solo(), "Add --json."), ch).run(rt)
+    assert judged.ok and answers == [] and all(a.framework for a in ch.asks)
+    if choice == "accept":
+        assert judged.accepted and not judged.achieved and judged.rounds == 1
+        return
+    assert judged.achieved and judged.rounds == 2
+    feedback = scripted_api.main_requests[2].last_user_text()
+    assert "- README.md mentions --json" in feedback
+    if choice == "amend":
+        assert "docs/json.md may hold it instead" in feedback
+        goal = Goal.load(path)
+        assert goal is not None and goal.statement.startswith(GOAL.statement)
+        assert goal.statement.endswith("(amended) docs/json.md may hold it instead")
+        assert "(amended) docs/json.md" in scripted_api.main_requests[3].last_user_text()  # the judge sees it
+    else:
+        assert "README.md is writable: chmod it first" in feedback
