@@ -1,0 +1,1 @@
+"""DBOS workflow and step functions for flower's workflows (filled in below)."""
