@@ -178,3 +178,9 @@ RESUME_AFTER_INTERRUPT = (
     "The run was interrupted on purpose. A call that was cancelled by the interruption is not a fault: "
     "it may have run in part, so check its effect before repeating it, then continue.{message}"
 )
+
+# L-7: resumes a workflow step whose process died mid-step (crash, kill, closed lid); same session.
+RESUME_AFTER_CRASH = (
+    "The process running this step stopped before the step ended and has been restarted. Continue the "
+    "task where you were; what was done is above. Check the effect of your last call before repeating it."
+)

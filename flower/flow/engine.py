@@ -8,8 +8,8 @@ machine of a fleet sees the same runs and queues).
 Invariants:
 - DBOS is a process-wide singleton: `launch` again with the same database returns the running engine;
   with another database it is a `ConfigError` (call `destroy()` first).
-- Functions decorated with `@DBOS.workflow()` / `@DBOS.step()` register at import time; import them
-  before `launch` (flower's own are in `flower.flow.durable`, imported here for that reason).
+- Functions decorated with `@DBOS.workflow()` / `@DBOS.step()` register at import time; import their
+  module before `launch` (flower's own are in `flower.flow.durable`, which launches through here).
 - Nothing is created or changed before the checks pass: an unreachable PostgreSQL server or a SQLite file
   that belongs to another application is one `StoreError` line, and that file is left as it was.
 - DBOS logs only warnings and errors unless `verbose`.
@@ -134,8 +134,6 @@ def launch(
 ) -> Engine:
     """Configure and launch DBOS for this run dir and store (idempotent); return the engine."""
     global _current
-    import flower.flow.durable  # noqa: F401 - registers flower's workflow and step functions first
-
     url = database_url(run_dir, store)
     with _lock:
         if _current is not None:
