@@ -378,7 +378,7 @@ async def _unfinished(name: str, workspace: Path, on_event: OnEvent | None) -> s
                                            load_output=False)
     for row in rows:
         given: Any = row.input or {}
-        args = given.get("args") or ({},)
+        args: Any = given.get("args") or ({},)
         meta = args[0] if args and isinstance(args[0], dict) else {}
         if meta.get("workflow") != name:
             continue
@@ -426,6 +426,7 @@ async def run(
         "run_dir": str(runtime.run_dir),
         "source": source,
         "total": workflow.total,
+        "context": dict(workflow.context or {}),
     }
     if run_id is None and not new:
         run_id = await _unfinished(workflow.name, runtime.workspace, on_event)

@@ -32,7 +32,7 @@ from typing import Any
 
 from flower.errors import ConfigError, StoreError
 
-__all__ = ["APP_NAME", "APP_VERSION", "Engine", "current", "database_url", "destroy", "launch"]
+__all__ = ["APP_NAME", "APP_VERSION", "Engine", "client", "current", "database_url", "destroy", "launch"]
 
 APP_NAME = "flower"
 APP_VERSION = "flower-flow-1"
@@ -182,3 +182,23 @@ def destroy() -> None:
     with _lock:
         DBOS.destroy()
         _current = None
+
+
+def client(run_dir: str | os.PathLike[str], store: str | None = None) -> Any:
+    """A `DBOSClient` for reading and managing runs without executing anything (None: no runs stored yet).
+    Reading never creates a system database."""
+    url = database_url(run_dir, store)
+    if url.startswith("sqlite:///"):
+        path = Path(url[len("sqlite:///"):])
+        if not path.exists():
+            return None
+        _check_sqlite(path)
+    else:
+        _check_postgres(url)
+    from dbos import DBOSClient
+
+    try:
+        return DBOSClient(system_database_url=url)
+    except Exception as exc:  # noqa: BLE001 - one line naming the database
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreError(f"cannot read runs from {_redact(url)}: {first}") from None

@@ -389,8 +389,9 @@ def as_workflow(value: Any, source: str, *, prompt: str | None = None) -> Workfl
     if isinstance(value, AgentSpec):
         if not prompt:
             raise ConfigError(f"{source} is an AgentSpec: give the task with --prompt or on stdin")
-        return Workflow([Step(value.name, value, prompt)], name=value.name, source=source)
-    raise ConfigError(f"{source} is a {type(value).__name__}; flower run accepts a Workflow or an AgentSpec "
+        return Workflow([Step(value.name, value, prompt)], name=value.name, source=source,
+                        context={"prompt": prompt})
+    raise ConfigError(f"{source} is a {type(value).__name__}, not a Workflow or an AgentSpec "
                       "(or a callable returning one)")
 
 
