@@ -1,7 +1,8 @@
 """flower: a runtime for very long Claude agent runs that keeps the coordinator's context clean.
 
 This module only re-exports; `__all__` is locked by a test. `PostgresSessionStore` and `is_ephemeral` are
-imported on first use, so `import flower` loads neither the PostgreSQL driver nor the shell parser.
+imported on first use, so `import flower` loads neither the PostgreSQL driver nor the shell parser; so are
+`Workflow` and `Context` (they load DBOS).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from flower.core.runtime import Runtime, StepResult
 from flower.core.spill import spill_guard
 from flower.core.workbench import Workbench, index_guard, relay_guard, workbench_hooks
 from flower.errors import ConfigError, FlowerError, ScriptError, StoreError
+from flower.errors import FlowError
+from flower.flow.step import Step, StepAbort, parallel
 from flower.stores.jsonl import read_jsonl
 from flower.stores.rewrite import (
     EphemeralPolicy,
@@ -36,13 +39,16 @@ from flower.stores.validate import validate
 if TYPE_CHECKING:
     from flower.core.glance import is_ephemeral
     from flower.stores.postgres import PostgresSessionStore
+    from flower.flow.workflow import Context, Workflow
 
 __all__ = [
     "AgentSpec",
     "CompactPolicy",
     "ConfigError",
+    "Context",
     "EphemeralPolicy",
     "Event",
+    "FlowError",
     "FlowerError",
     "HandoffPolicy",
     "PostgresSessionStore",
@@ -53,11 +59,14 @@ __all__ = [
     "Runtime",
     "ScriptError",
     "SqliteSessionStore",
+    "Step",
+    "StepAbort",
     "StepResult",
     "StoreError",
     "TrimPolicy",
     "TrimmingSessionStore",
     "Workbench",
+    "Workflow",
     "build_options",
     "classify",
     "coordinator",
@@ -65,6 +74,7 @@ __all__ = [
     "index_guard",
     "is_ephemeral",
     "merge_hooks",
+    "parallel",
     "read_jsonl",
     "relay_guard",
     "rewrite",
@@ -88,4 +98,8 @@ def __getattr__(name: str) -> Any:
         from flower.core.glance import is_ephemeral
 
         return is_ephemeral
+    if name in ("Context", "Workflow"):
+        from flower.flow import workflow
+
+        return getattr(workflow, name)
     raise AttributeError(f"module 'flower' has no attribute {name!r}")

@@ -6,7 +6,7 @@ exits non-zero, never a traceback. Messages name the problem and the thing (file
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "FlowerError", "ScriptError", "StoreError"]
+__all__ = ["ConfigError", "FlowError", "FlowerError", "ScriptError", "StoreError"]
 
 
 class FlowerError(Exception):
@@ -23,3 +23,8 @@ class StoreError(FlowerError):
 
 class ScriptError(FlowerError, AssertionError):
     """The scripted fake API was used wrongly: script exhausted, steps left, invalid request."""
+
+
+class FlowError(FlowerError, ValueError):
+    """A workflow is malformed or its user code misbehaved: duplicate step names, a `when` that raises, a
+    gate that returns a non-bool, a `resume_from` naming a step without a session."""

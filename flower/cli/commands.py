@@ -349,6 +349,17 @@ def demo(ctx: click.Context, root: str | None, html_path: str | None) -> None:
         raise SystemExit(1)
 
 
+# --- durable workflows (issue #13): `run` is replaced by the workflow-aware one, which still runs an AgentSpec
+
+from flower.cli import flowrun  # noqa: E402 - registered after the commands above, kept together at the end
+
+cli.add_command(flowrun.run, "run")
+cli.add_command(flowrun.runs, "runs")
+cli.add_command(flowrun.resume, "resume")
+cli.add_command(flowrun.cancel, "cancel")
+cli.add_command(flowrun.worker, "worker")
+
+
 def main() -> None:
     cli(prog_name="flower")
 

@@ -448,6 +448,9 @@ class Runtime:
         async for msg in client.receive_response():
             if attempt.session_id is None:
                 attempt.session_id = getattr(msg, "session_id", None)
+                if attempt.session_id is not None:  # the instant it is known, so a workflow can record it (L-7)
+                    emit(on_event, Event("system", "session", payload={"subtype": "session",
+                                                                        "session_id": attempt.session_id}))
             for event in to_events(msg):
                 if event.kind == "retry":  # the CLI's own retries: say where they go
                     event = replace(event, payload={**event.payload, "endpoint": endpoint})

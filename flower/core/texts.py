@@ -312,3 +312,9 @@ ASK_NOT_FROM_SUBAGENT = (
     "Only the coordinator talks to the human. Decide yourself if you can; otherwise end your work and put "
     "the decision you need, with the options, in your reply: the coordinator will ask."
 )
+
+# L-7: resumes a workflow step whose process died mid-step (crash, kill, closed lid); same session.
+RESUME_AFTER_CRASH = (
+    "The process running this step stopped before the step ended and has been restarted. Continue the "
+    "task where you were; what was done is above. Check the effect of your last call before repeating it."
+)

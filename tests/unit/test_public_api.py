@@ -15,6 +15,8 @@ EXPECTED = [
     "TrimmingSessionStore", "Workbench", "build_options", "classify", "coordinator", "delegate_guard",
     "index_guard", "is_ephemeral", "merge_hooks", "read_jsonl", "relay_guard", "rewrite", "spec_guards",
     "spill_guard", "validate", "whitelist_guard", "workbench_hooks", "worker",
+    # durable workflows (issue #13, L-6)
+    "Context", "FlowError", "Step", "StepAbort", "Workflow", "parallel",
 ]
 
 
