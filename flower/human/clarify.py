@@ -12,26 +12,56 @@ Invariants:
 - An incomplete brief is never written, and what the human added to the brief file (mail through the channel)
   is carried into the brief that replaces it.
 
-`ClarifyStep.run(runtime, request)` is the adapter that runs it over a `Runtime` directly.
+`ClarifyStep.run(runtime, request)` runs it over a `Runtime` directly; `ClarifyStep.as_step(request)` is the
+same as a workflow step (`flower.flow.Step`): `when` skips it while a complete brief is on disk, its gate
+freezes a complete brief (an incomplete one is rejected, and `on_reject` names the missing sections to the
+same session), `reduce` gives downstream steps the prompt block. DBOS checkpoints each of these decisions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from flower.core import texts
 from flower.core.events import OnEvent
+from flower.core.runtime import Runtime
 from flower.core.spec import AgentSpec
 from flower.core.steps import StepResult
+from flower.errors import ConfigError
+from flower.flow.step import Step
 from flower.human.channel import HumanChannel
 from flower.human.documents import Brief
 from flower.human.roles import clarifier
 
-__all__ = ["BRIEF_FILE", "ClarifyOutcome", "ClarifyStep", "clarify_step", "default_path"]
+__all__ = ["BRIEF_FILE", "ClarifyOutcome", "ClarifyStep", "clarify_step", "current_runtime", "default_path"]
 
 BRIEF_FILE = "brief.md"
+
+
+def current_runtime() -> Runtime:
+    """The runtime of the workflow run this code executes in (inside a step's gate, `when` or `on_reject`)."""
+    from dbos import DBOS  # loaded only inside a workflow run, which has loaded it already
+
+    from flower.flow import durable
+
+    workflow_id = DBOS.workflow_id or ""
+    for live in durable.live_runs():
+        if workflow_id == live.run_id or workflow_id.startswith(f"{live.run_id}/"):
+            return live.runtime
+    raise ConfigError("a human workflow step runs outside a workflow run; use its run(runtime, ...) adapter")
+
+
+def workflow_events() -> OnEvent | None:
+    """The event callback of the workflow run this code executes in."""
+    from dbos import DBOS
+
+    from flower.flow import durable
+
+    workflow_id = DBOS.workflow_id or ""
+    return next((live.on_event for live in durable.live_runs() if workflow_id.startswith(live.run_id)), None)
 
 
 def default_path(runtime: Any, filename: str) -> Path:
@@ -102,6 +132,50 @@ class ClarifyStep:
             if callable(refresh):
                 refresh()
         return ClarifyOutcome(brief, path, skipped=False, results=tuple(results))
+
+
+    def block(self, ctx: Any) -> str:
+        """For downstream prompts in a workflow: this step's output, or the frozen brief's prompt block when the
+        step was skipped (a complete brief was on disk). Use it as `lambda ctx: clarify.block(ctx)`."""
+        if ctx.get(self.name):
+            return str(ctx[self.name])
+        brief = Brief.load(self.brief_path if self.brief_path is not None else default_path(current_runtime(),
+                                                                                              BRIEF_FILE))
+        return brief.prompt_block() if brief is not None else ""
+
+    def as_step(self, request: str | Callable[..., str]) -> Step:
+        """This clarify step as a workflow step on `request` (text, or `request(ctx)`)."""
+        fixed, always_ask = self.brief_path, self.always_ask
+
+        def path() -> Path:
+            return fixed if fixed is not None else default_path(current_runtime(), BRIEF_FILE)
+
+        def prompt(ctx: Any) -> str:
+            return texts.CLARIFY_PROMPT.format(request=(request(ctx) if callable(request) else request).strip())
+
+        def when(ctx: Any) -> bool:
+            existing = Brief.load(path())
+            return existing is None or not existing.complete
+
+        def gate(result: Any, ctx: Any) -> bool:
+            brief = Brief.parse(result.text)
+            if not brief.complete:
+                return False
+            existing = Brief.load(path())
+            if existing is not None and existing.additions:
+                brief = replace(brief, additions=existing.additions + brief.additions)
+            brief.write(path())
+            return True
+
+        def on_reject(result: Any, ctx: Any) -> str:
+            return texts.CLARIFY_MISSING.format(missing=", ".join(Brief.parse(result.text).missing()))
+
+        def reduce(result: Any, ctx: Any) -> str:
+            return (Brief.load(path()) or Brief.parse(result.text)).prompt_block()
+
+        spec = self.spec if self.spec is not None else clarifier(self.channel, name=self.name)
+        return Step(self.name, spec, prompt, retries=self.retries, gate=gate, when=None if always_ask else when,
+                    on_reject=on_reject, resume_prompt=texts.CLARIFY_RESUME, reduce=reduce)
 
 
 def clarify_step(

@@ -10,28 +10,50 @@ never the worker's session) that looks at the workspace itself. Its verdict deci
   goal, or overrule the judge; no answer -> stop, with the reason written to the notes and in the outcome.
 `rounds` is the total number of work rounds (1 = work once, judge once).
 
-`GoalStep.run(runtime)` and `WithGoal.run(runtime)` are the adapters that run them over a `Runtime` directly.
+`GoalStep.run(runtime)` and `WithGoal.run(runtime)` run them over a `Runtime` directly. In a workflow,
+`GoalStep.as_step(brief)` is the goal step, and `with_goal(step, channel)` given a `flower.flow.Step` returns
+that step with `retries = rounds - 1`, a gate that runs the judge (a fresh session on the run's runtime) and
+an `on_reject` that resumes the worker's session with the feedback; every other field is kept. Each round's
+verdict and feedback are written to `notes/<judge>-round<N>.md` before the gate returns, so the feedback
+survives a crash between the gate's checkpoint and `on_reject`'s.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from flower.core import texts
 from flower.core.events import Event, OnEvent, emit
 from flower.core.spec import AgentSpec
 from flower.core.steps import StepResult
 from flower.errors import ConfigError
+from flower.flow.step import Step, StepAbort
 from flower.human.channel import HumanChannel
-from flower.human.clarify import default_path
+from flower.human.clarify import current_runtime, default_path, workflow_events
 from flower.human.documents import Brief, Goal, Verdict
 from flower.human.roles import goal_setter, judge
 
-__all__ = ["GOAL_FILE", "GoalOutcome", "GoalStep", "Judged", "WithGoal", "Work", "goal_step", "with_goal"]
+__all__ = [
+    "GOAL_FILE",
+    "Decision",
+    "GoalOutcome",
+    "GoalStep",
+    "Judged",
+    "WithGoal",
+    "Work",
+    "decide_unreachable",
+    "goal_step",
+    "with_goal",
+]
 
 GOAL_FILE = "goal.md"
+FEEDBACK_HEAD = "## Feedback\n\n"
+_ROUND = re.compile(r"-round(\d+)\.md$")
 
 
 @dataclass(frozen=True)
@@ -92,13 +114,58 @@ class GoalStep:
             results.append(result)
             goal = Goal.parse(result.text)
         if goal.complete:
-            goal.write(path)
-            if goal.unverifiable:
-                emit(on_event, Event("system", texts.GOAL_UNVERIFIABLE.format(
-                    count=len(goal.unverifiable), total=len(goal.checks), path=path),
-                    payload={"subtype": "goal_unverifiable", "unverifiable": list(goal.unverifiable),
-                             "total": len(goal.checks), "path": str(path)}))
+            _announce(goal, goal.write(path), on_event)
         return GoalOutcome(goal, path, skipped=False, results=tuple(results))
+
+
+    def block(self, ctx: Any) -> str:
+        """For downstream prompts in a workflow: this step's output, or the frozen goal's prompt block when the
+        step was skipped."""
+        if ctx.get(self.name):
+            return str(ctx[self.name])
+        goal = Goal.load(self.goal_path if self.goal_path is not None else default_path(current_runtime(), GOAL_FILE))
+        return goal.prompt_block() if goal is not None else ""
+
+    def as_step(self, brief: str | Callable[..., str]) -> Step:
+        """This goal step as a workflow step on `brief` (text, or `brief(ctx)`, e.g. `lambda ctx: ctx["clarify"]`)."""
+        fixed = self.goal_path
+
+        def path() -> Path:
+            return fixed if fixed is not None else default_path(current_runtime(), GOAL_FILE)
+
+        def prompt(ctx: Any) -> str:
+            text = brief(ctx) if callable(brief) else brief
+            return texts.GOAL_PROMPT.format(brief=(text or "").strip() or "(no brief)")
+
+        def when(ctx: Any) -> bool:
+            existing = Goal.load(path())
+            return existing is None or not existing.complete
+
+        def gate(result: Any, ctx: Any) -> bool:
+            goal = Goal.parse(result.text)
+            if not goal.complete:
+                return False
+            _announce(goal, goal.write(path()), workflow_events())
+            return True
+
+        def on_reject(result: Any, ctx: Any) -> str:
+            return texts.GOAL_MISSING.format(missing=", ".join(Goal.parse(result.text).missing()))
+
+        def reduce(result: Any, ctx: Any) -> str:
+            return (Goal.load(path()) or Goal.parse(result.text)).prompt_block()
+
+        spec = self.spec if self.spec is not None else goal_setter(name=self.name, can_run=self.can_run)
+        return Step(self.name, spec, prompt, retries=self.retries, gate=gate,
+                    when=None if self.always_set else when, on_reject=on_reject, reduce=reduce)
+
+
+def _announce(goal: Goal, path: Path, on_event: OnEvent | None) -> None:
+    """Tell the UI once which checks cannot be verified here, so the human can edit them before the work."""
+    if goal.unverifiable:
+        emit(on_event, Event("system", texts.GOAL_UNVERIFIABLE.format(
+            count=len(goal.unverifiable), total=len(goal.checks), path=path),
+            payload={"subtype": "goal_unverifiable", "unverifiable": list(goal.unverifiable),
+                     "total": len(goal.checks), "path": str(path)}))
 
 
 def goal_step(*, goal_path: str | Path | None = None, name: str = "goal", spec: AgentSpec | None = None,
@@ -188,31 +255,60 @@ class WithGoal:
 
     async def _unreachable(self, verdict: Verdict, state: _Rounds, path: Path, runtime: Any) -> tuple[str, Judged | None]:
         """Ask the human; returns the feedback for the next round, or how the work ends."""
-        reason = verdict.reason or "no reason given"
-        choice = await self._ask(texts.UNREACHABLE_QUESTION.format(reason=reason), texts.UNREACHABLE_OPTIONS)
-        if choice is None:
-            why = texts.JUDGE_STOPPED.format(reason=reason)
-            _note(default_path(runtime, f"{path.stem}-stopped.md"), why, verdict)
-            return "", state.done(achieved=False, stopped=why)
-        picked = _option(choice, texts.UNREACHABLE_OPTIONS)
-        if picked == 0:
+        decision = await decide_unreachable(self.channel, verdict, state.goal, path, default_path(runtime, ""))
+        if decision.outcome == "accept":
             return "", state.done(achieved=False, accepted=True)
-        if picked == 1:
-            extra = await self._ask(texts.AMEND_QUESTION, ())
-            if extra is None:
-                why = texts.JUDGE_STOPPED.format(reason=reason)
-                _note(default_path(runtime, f"{path.stem}-stopped.md"), why, verdict)
-                return "", state.done(achieved=False, stopped=why)
-            state.goal = state.goal.amend(extra)
-            state.goal.write(path)
-            return Verdict("not_yet", texts.JUDGE_AMENDED.format(extra=extra), verdict.failed).feedback(), None
-        return Verdict("not_yet", texts.JUDGE_OVERRULED.format(answer=choice), verdict.failed).feedback(), None
+        if decision.outcome == "stop":
+            return "", state.done(achieved=False, stopped=decision.reason)
+        state.goal = decision.goal or state.goal
+        return decision.feedback, None
 
-    async def _ask(self, question: str, options: tuple[str, ...]) -> str | None:
-        if self.channel is None:
+
+@dataclass(frozen=True)
+class Decision:
+    """What the human decided about an unreachable verdict."""
+
+    outcome: Literal["accept", "stop", "continue"]
+    feedback: str = ""
+    """For "continue": what the worker's next round is told."""
+    goal: Goal | None = None
+    """The amended goal, when the human amended it (already written)."""
+    reason: str = ""
+    """For "stop": why (also written to `<goal>-stopped.md` in the notes)."""
+
+
+async def decide_unreachable(channel: HumanChannel | None, verdict: Verdict, goal: Goal, goal_path: Path,
+                             notes: Path) -> Decision:
+    """Ask the human what to do about an unreachable verdict (framework questions, outside `max_asks`):
+    accept the result, amend the goal (appended and written), or overrule the judge; no answer stops."""
+    reason = verdict.reason or "no reason given"
+
+    async def ask(question: str, options: tuple[str, ...]) -> str | None:
+        if channel is None:
             return None
-        ask = await self.channel.ask(question, list(options), framework=True)
-        return ask.answer if ask.answered and ask.answer.strip() else None
+        item = await channel.ask(question, list(options), framework=True)
+        return item.answer if item.answered and item.answer.strip() else None
+
+    def stop() -> Decision:
+        why = texts.JUDGE_STOPPED.format(reason=reason)
+        _note(notes / f"{goal_path.stem}-stopped.md", why, verdict)
+        return Decision("stop", reason=why)
+
+    choice = await ask(texts.UNREACHABLE_QUESTION.format(reason=reason), texts.UNREACHABLE_OPTIONS)
+    if choice is None:
+        return stop()
+    picked = _option(choice, texts.UNREACHABLE_OPTIONS)
+    if picked == 0:
+        return Decision("accept")
+    if picked == 1:
+        extra = await ask(texts.AMEND_QUESTION, ())
+        if extra is None:
+            return stop()
+        amended = goal.amend(extra)
+        amended.write(goal_path)
+        feedback = Verdict("not_yet", texts.JUDGE_AMENDED.format(extra=extra), verdict.failed).feedback()
+        return Decision("continue", feedback, amended)
+    return Decision("continue", Verdict("not_yet", texts.JUDGE_OVERRULED.format(answer=choice), verdict.failed).feedback())
 
 
 @dataclass
@@ -245,11 +341,57 @@ def _note(path: Path, why: str, verdict: Verdict) -> None:
         handle.write(f"# Stopped\n\n{why}\n\n{verdict.to_markdown()}\n")
 
 
-def with_goal(work: Work, channel: HumanChannel | None, *, rounds: int = 3, judge_can_run: bool = False,
+def with_goal(work: Work | Step, channel: HumanChannel | None, *, rounds: int = 3, judge_can_run: bool = False,
               goal_path: str | Path | None = None, name: str | None = None,
-              judge_spec: AgentSpec | None = None) -> WithGoal:
-    """`work`, judged against the goal after every round (at most `rounds` rounds)."""
+              judge_spec: AgentSpec | None = None) -> Any:
+    """`work` judged against the goal after every round, at most `rounds` rounds. A `Work` gives a `WithGoal`
+    (run it with `.run(runtime)`); a workflow `Step` gives that step, judged (see the module docstring)."""
     if rounds < 1:
         raise ConfigError(f"with_goal needs rounds >= 1, not {rounds}")
-    return WithGoal(work, channel, Path(goal_path) if goal_path is not None else None, rounds, judge_can_run, name,
-                    judge_spec)
+    path = Path(goal_path) if goal_path is not None else None
+    if isinstance(work, Step):
+        return _judged_step(work, channel, rounds, judge_can_run, path, name, judge_spec)
+    return WithGoal(work, channel, path, rounds, judge_can_run, name, judge_spec)
+
+
+def _judged_step(step: Step, channel: HumanChannel | None, rounds: int, can_run: bool, fixed: Path | None,
+                 name: str | None, judge_spec: AgentSpec | None) -> Step:
+    label = name or f"{step.name}:judge"
+    slug = re.sub(r"[^\w.-]+", "-", label)
+    spec = judge_spec if judge_spec is not None else judge(name=label, can_run=can_run)
+
+    def rounds_done(notes: Path) -> list[Path]:
+        found = [(int(m.group(1)), p) for p in notes.glob(f"{slug}-round*.md") if (m := _ROUND.search(p.name))]
+        return [p for _, p in sorted(found)]
+
+    async def gate(result: Any, ctx: Any) -> bool:
+        runtime = current_runtime()
+        notes, path = default_path(runtime, ""), fixed if fixed is not None else default_path(runtime, GOAL_FILE)
+        goal = Goal.load(path)
+        if goal is None or not goal.complete:
+            raise StepAbort(f"no complete goal to judge against at {path}")
+        number = len(rounds_done(notes)) + 1
+        prompt = texts.JUDGE_PROMPT.format(goal=goal.prompt_block(), round=number, reply=result.text or "(no reply)")
+        verdict = Verdict.parse((await runtime.run(spec, prompt, step_name=f"{label}#{number}")).text)
+        record = notes / f"{slug}-round{number}.md"
+        feedback = verdict.feedback()
+        if verdict.unreachable:
+            decision = await decide_unreachable(channel, verdict, goal, path, notes)
+            if decision.outcome != "continue":
+                record.write_text(verdict.to_markdown(), encoding="utf-8")
+                if decision.outcome == "stop":
+                    raise StepAbort(decision.reason)
+                return True
+            feedback = decision.feedback
+        elif verdict.achieved:
+            record.write_text(verdict.to_markdown(), encoding="utf-8")
+            return True
+        record.write_text(f"{verdict.to_markdown()}\n{FEEDBACK_HEAD}{feedback}\n", encoding="utf-8")
+        return False
+
+    def on_reject(result: Any, ctx: Any) -> str:
+        done = rounds_done(default_path(current_runtime(), ""))
+        text = done[-1].read_text(encoding="utf-8") if done else ""
+        return text.split(FEEDBACK_HEAD, 1)[1].strip() if FEEDBACK_HEAD in text else ""
+
+    return dataclasses.replace(step, retries=rounds - 1, gate=gate, on_reject=on_reject)
