@@ -95,3 +95,22 @@ async def test_clarify_goal_and_judged_work_as_one_durable_workflow(
     assert len(scripted_api.requests) == requests + 2
     assert scripted_api.main_requests[-2].last_user_text().endswith(f"Do this:\n{brief.prompt_block()}")
     assert (notes / "work-judge-round3.md").exists()
+
+
+async def test_an_unreachable_verdict_nobody_answers_aborts_the_workflow_with_the_reason(
+    scripted_api: ScriptedAPI, tmp_path: Path
+) -> None:
+    scripted_api.script([text("did what I could"),
+                         text("## Verdict\nunreachable\n## Reason\nThe release server is offline.")])
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    rt = Runtime(ws, run_dir=tmp_path / "runs", env=scripted_api.cli_env(tmp_path / "home"))
+    notes = rt.workbench.notes  # type: ignore[union-attr]
+    Goal("CHANGES is published.", ("the release page links CHANGES",)).write(notes / "goal.md")
+    channel = HumanChannel(timeout_s=0.2)
+    wf = Workflow([with_goal(Step("work", WORKER, "publish"), channel), Step("after", WORKER, "never")], name="abort")
+    ctx = await wf.run(rt)
+    assert ctx.failed_at == "work" and "The release server is offline." in (ctx.aborted or "")
+    assert "after" not in ctx and len(scripted_api.requests) == 2
+    assert "The release server is offline." in (notes / "goal-stopped.md").read_text()
+    assert [(a.framework, a.state) for a in channel.asks] == [(True, "timeout")]
