@@ -211,7 +211,11 @@ def _label_pattern(aliases: Mapping[str, Collection[str]]) -> tuple[re.Pattern[s
 
 def _heading_body(match: re.Match[str]) -> str | None:
     """The body text on a heading line ("" when none), or None when the line is not a heading."""
+    if match.group("bold") is None and (match.group("close") or match.group("close2")):
+        return None  # "Goal**:": a closing bold with no opening one is text, not a heading
     rest = match.group("rest").strip()
+    if _HEADING.match(rest) or _HRULE.match(rest) or _FENCE.match(rest):
+        rest = ""  # "Goal: # x", "Goal: ---", "Goal: ```": not body text (on a line of its own it would not be)
     bold = match.group("bold") is not None and (match.group("close") or match.group("close2")) is not None
     if match.group("colon"):
         return rest
@@ -242,6 +246,9 @@ def labelled_sections(text: str, aliases: Mapping[str, Collection[str]]) -> list
         match = pattern.match(line)
         body = _heading_body(match) if match else None
         if match is not None and body is not None:
+            inner = pattern.match(body) if body else None
+            if inner is not None and _heading_body(inner) is not None:
+                body = ""  # "Goal: Bounds:" carries no body text, only another label
             close()
             current = (owner[match.group("label").lower()], line.strip(), [body] if body else [])
         elif _HEADING.match(line) and not _HRULE.match(line):
