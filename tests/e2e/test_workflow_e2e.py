@@ -147,3 +147,53 @@ def test_bad_workflows_are_one_clear_error_at_once() -> None:
         Step("a", SPEC, "x", fork=True)
     with pytest.raises(FlowError, match="on_fail must be one of stop, skip, continue"):
         Step("a", SPEC, "x", on_fail="retry")  # type: ignore[arg-type]
+
+
+# --- parallel steps on SQLite (one process) -------------------------------------------------------
+
+
+def answer_by_item(arrivals: dict[str, float], delay: float):  # type: ignore[no-untyped-def]
+    """A handler: each fan-out request (`ITEM-<x>` in its prompt) gets `done <x>` after `delay` seconds."""
+    import re
+    import time
+
+    def handler(request: Any) -> Any:
+        found = re.findall(r"ITEM-(\w+)", request.text)
+        if not found:
+            return None
+        arrivals.setdefault(found[-1], time.monotonic())
+        return text(f"done {found[-1]}", delay=delay)
+
+    return handler
+
+
+async def test_fan_out_runs_through_a_queue_with_a_limit_and_keeps_order(
+    scripted_api: ScriptedAPI, runtime: Runtime
+) -> None:
+    arrivals: dict[str, float] = {}
+    scripted_api.handler = answer_by_item(arrivals, delay=2.0)
+    scripted_api.script([text("summed")])
+    items = ["a", "b", "c", "d"]
+    wf = Workflow([Step("each", SPEC, "work on ITEM-{item}", over=items, limit=2),
+                   Step("sum", SPEC, lambda ctx: f"sum up {ctx['each']}")])
+    ctx = await wf.run(runtime)
+    assert ctx["each"] == ["done a", "done b", "done c", "done d"]  # in item order
+    assert [r.step for r in ctx.results["each"]] == ["each[0]", "each[1]", "each[2]", "each[3]"]
+    assert set(ctx.sessions) >= {"each[0]", "each[3]"} and ctx["sum"] == "summed"
+    starts = sorted(arrivals.values())
+    assert len(starts) == 4 and starts[2] - starts[0] >= 1.5  # a third agent waited for a free slot
+    assert ctx["_workspaces"] == {}  # read-only agents share the workspace
+
+
+async def test_parallel_writers_get_their_own_copy(scripted_api: ScriptedAPI, runtime: Runtime) -> None:
+    from flower import parallel
+
+    (runtime.workspace / "shared.txt").write_text("base\n")
+    writer = AgentSpec(name="writer", instructions="You write.", allowed_tools=["Read", "Write"])
+    scripted_api.handler = answer_by_item({}, delay=0.0)
+    wf = Workflow([parallel(Step("left", writer, "ITEM-left"), Step("right", writer, "ITEM-right"), limit=2)])
+    ctx = await wf.run(runtime)
+    assert (ctx["left"], ctx["right"]) == ("done left", "done right")
+    left, right = Path(ctx["_workspaces"]["left"]), Path(ctx["_workspaces"]["right"])
+    assert left != right and left.parent == right.parent == runtime.run_dir / "workspaces" / runtime.run_id
+    assert (left / "shared.txt").read_text() == (right / "shared.txt").read_text() == "base\n"
