@@ -240,7 +240,10 @@ async def branches(live: Live, group: str, limit: int | None, payloads: list[dic
     for payload in payloads:
         with SetWorkflowID(f"{live.run_id}/{payload['label']}"):
             handles.append(await queue.enqueue_async(_branch_workflow, payload))
-    return [await handle.get_result() for handle in handles]
+    results = [await handle.get_result() for handle in handles]
+    with contextlib.suppress(Exception):  # one worker thread per queue in every process: retire it
+        await DBOS.delete_queue_async(name)
+    return results
 
 
 def _safe(text: str) -> str:
