@@ -154,6 +154,7 @@ class HumanChannel:
         self.run = run
         self._cursor = 0
         self._received: set[str] = set()
+        self._follow: Any = None  # a bound runtime whose run id names the run (a workflow may change it)
         if mailbox is not None:
             self.attach(mailbox, run)
 
@@ -219,13 +220,26 @@ class HumanChannel:
         if self.mailbox is None:
             dsn, schema = _store_dsn(getattr(runtime, "store", None))
             mailbox = PostgresMailbox(dsn, schema=schema) if dsn else open_mailbox(runtime.run_dir)
+            if not self.run:
+                self._follow = runtime
             self.attach(mailbox, self.run or runtime.run_id)
         return self
+
+    def _run_key(self) -> str:
+        """The run the letters belong to; follows the bound runtime's run id (a workflow that continues an
+        earlier run takes that run's id)."""
+        follow = self._follow
+        if follow is not None and self.mailbox is not None and getattr(follow, "run_id", self.run) != self.run:
+            with self._lock:
+                self._cursor, self._received = 0, set()
+                self.attach(self.mailbox, str(follow.run_id))
+        return self.run
 
     # --- the model's side -------------------------------------------------------------------------
 
     async def ask(self, question: str, options: Sequence[str] | None = None, *, framework: bool = False) -> Ask:
         """Ask and wait; returns the settled `Ask`. Never raises except on cancellation."""
+        self._run_key()
         item = Ask(self._next_id("q"), (question or "").strip(), tuple(o.strip() for o in options or () if o.strip()),
                    framework=framework)
         with self._lock:
@@ -350,7 +364,7 @@ class HumanChannel:
             return
         with self._sync_lock:
             try:
-                letters = self.mailbox.read(self.run, after=self._cursor)
+                letters = self.mailbox.read(self._run_key(), after=self._cursor)
             except Exception as exc:  # the run goes on without remote answers; the failure is on record
                 self._record("mailbox", exc)
                 return
@@ -410,7 +424,7 @@ class HumanChannel:
         if self.mailbox is None:
             return
         try:
-            self.mailbox.post(self.run, kind, body, ref=ref, meta=meta)
+            self.mailbox.post(self._run_key(), kind, body, ref=ref, meta=meta)
         except Exception as exc:  # a lost letter costs a remote answer, never the run
             self._record("mailbox", exc)
 

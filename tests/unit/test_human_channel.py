@@ -161,3 +161,24 @@ def test_concurrent_syncs_take_each_letter_once(tmp_path: Path) -> None:
         thread.join()
     assert [m.text for m in ch.mail] == [f"note {i}" for i in range(5)]
     assert sorted(letter.ref for letter in other.read("r") if letter.kind == "received") == ["1", "2", "3", "4", "5"]
+
+
+async def test_a_bound_channel_follows_the_runtimes_run_id(tmp_path: Path) -> None:
+    """A workflow that continues an earlier run gives the runtime that run's id; the letters follow it."""
+
+    class FakeRuntime:
+        run_dir = tmp_path / "runs"
+        run_id = "new-run"
+        workbench = None
+        store = None
+
+    rt = FakeRuntime()
+    ch = HumanChannel(timeout_s=0.1, poll_s=0.05).bind(rt)
+    other = SqliteMailbox(tmp_path / "runs" / "human.db")
+    other.post("old-run", "question", "asked before the crash", ref="q4")
+    other.post("old-run", "settled", "", ref="q4")
+    rt.run_id = "old-run"
+    item = await ch.ask("after the restart?")
+    assert (item.id, item.state, ch.run) == ("q5", "timeout", "old-run")
+    assert [(x.kind, x.ref) for x in other.read("old-run")][2:] == [("question", "q5"), ("settled", "q5")]
+    assert other.read("new-run") == []
