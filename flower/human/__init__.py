@@ -1,8 +1,9 @@
 """A human who talks to a running agent, a request clarified up front and a result judged at the end
 (L-8, L-9, L-10).
 
-- `HumanChannel` (`channel`): the ask and inbox tools of a coordinator; answers and mail from Python, a
-  terminal, or another process or machine through the run's mailbox (`mailbox`; `flower asks / answer / say`).
+- `HumanChannel` (`channel`): the ask and inbox tools of a coordinator (`tools`); its questions and mail
+  (`records`); answers and mail from Python, a terminal, or another process or machine through the run's
+  mailbox (`mailbox`; `flower asks / answer / say`).
 - `Brief`, `Goal`, `Verdict` (`documents`): what a model wrote, parsed by the shared section parser.
 - `clarify_step` (`clarify`), `goal_step` and `with_goal` (`judge`): confirm the request, set a checkable goal,
   judge every round with a fresh read-only session. The read-only roles are in `roles`.

@@ -24,95 +24,29 @@ import itertools
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from claude_agent_sdk import HookMatcher, McpSdkServerConfig, create_sdk_mcp_server, tool
+from claude_agent_sdk import HookMatcher, McpSdkServerConfig
 
 from flower.core import texts
 from flower.core.events import Event
 from flower.errors import ConfigError
 from flower.human.mailbox import Letter, Mailbox, PostgresMailbox, open_mailbox
+from flower.human.records import Ask, AskState, Mail, stamp
+from flower.human.tools import main_thread_only, make_server
 
 __all__ = ["Ask", "AskState", "HumanChannel", "Mail"]
 
-AskState = Literal["asked", "answered", "timeout", "declined", "over_budget", "invalid"]
 _QID = re.compile(r"q(\d+)")
-_ASK_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "question": {"type": "string", "description": "The question, complete in itself."},
-        "options": {"type": "array", "items": {"type": "string"}, "description": "Choices, if there are a few."},
-    },
-    "required": ["question"],
-}
-_INBOX_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-@dataclass
-class Ask:
-    """One question and how it ended."""
-
-    id: str
-    """"q1", "q2", ... unique within a run (also across processes sharing its mailbox)."""
-    question: str
-    options: Sequence[str] = ()
-    """The choices offered (a tuple); typed as a sequence so UIs may read it through a protocol."""
-    asked_at: float = field(default_factory=time.time)
-    state: AskState = "asked"
-    answer: str = ""
-    """The human's answer, or the reason given when declining."""
-    settled_at: float | None = None
-    framework: bool = False
-    """Asked by flower itself, not by the model; never counts against `max_asks`."""
-
-    @property
-    def waited_s(self) -> float:
-        """Seconds from asking to settling (or until now), one decimal."""
-        end = self.settled_at if self.settled_at is not None else time.time()
-        return round(end - self.asked_at, 1)
-
-    @property
-    def answered(self) -> bool:
-        return self.state == "answered"
-
-    def reply(self) -> str:
-        """What the model sees as the tool's result."""
-        if self.state == "answered":
-            return texts.ASK_ANSWERED.format(answer=self.answer)
-        if self.state == "declined":
-            return texts.ASK_DECLINED.format(reason=f" Reason: {self.answer}." if self.answer else "")
-        if self.state == "over_budget":
-            return texts.ASK_OVER_BUDGET
-        if self.state == "invalid":
-            return texts.ASK_INVALID
-        return texts.ASK_TIMEOUT
-
-
-@dataclass
-class Mail:
-    """A message the human sent during the run."""
-
-    id: str
-    text: str
-    sent_at: float = field(default_factory=time.time)
-    taken: bool = False
-    """Delivered to the model by an inbox call."""
-    source: str = "python"
-    """"python" (this process) or "mailbox" (another process or machine)."""
 
 
 @dataclass
 class _Waiter:
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[None]
-
-
-def _stamp(at: float) -> str:
-    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 class HumanChannel:
@@ -180,16 +114,9 @@ class HumanChannel:
         return {self.name: self._server}
 
     def hooks(self) -> dict[str, list[HookMatcher]]:
-        """A PreToolUse hook that denies the ask tool to subagents (they carry `agent_id`): asking is a
-        main-thread act, and a worker that needs a decision reports it."""
-
-        async def main_thread_only(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
-            if not input_data.get("agent_id"):
-                return {}
-            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                           "permissionDecisionReason": texts.ASK_NOT_FROM_SUBAGENT}}
-
-        return {"PreToolUse": [HookMatcher(matcher=re.escape(self.ask_tool), hooks=[main_thread_only])]}
+        """A PreToolUse hook that denies the ask tool to subagents: asking is a main-thread act, and a worker
+        that needs a decision reports it."""
+        return {"PreToolUse": [main_thread_only(self.ask_tool)]}
 
     def tool_env(self) -> dict[str, str]:
         """Environment for the CLI: its MCP tool timeout outlasts our own wait, so a question ends with our
@@ -321,7 +248,7 @@ class HumanChannel:
         with self._lock:
             self.mail.append(mail)
         self.amend(text)
-        self._log(f"## {mail.id} · the human said ({_stamp(mail.sent_at)})\n\n{text}\n")
+        self._log(f"## {mail.id} · the human said ({stamp(mail.sent_at)})\n\n{text}\n")
         self._emit(Event("mail", text, payload={"id": mail.id, "phase": "queued", "source": source}))
         return mail
 
@@ -334,7 +261,7 @@ class HumanChannel:
         no path, nothing to add, or the file cannot be written (recorded in `ui_errors`)."""
         if self.amend_path is None or not text.strip():
             return False
-        block = f"\n\n## Added {label} ({_stamp(time.time())})\n\n{text.strip()}\n"
+        block = f"\n\n## Added {label} ({stamp(time.time())})\n\n{text.strip()}\n"
         try:
             self.amend_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.amend_path, "a", encoding="utf-8") as handle:
@@ -398,7 +325,7 @@ class HumanChannel:
         if waiter is not None and not waiter.loop.is_closed():
             waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
         options = "".join(f"\n- {o}" for o in item.options)
-        self._log(f"## {item.id} · asked {_stamp(item.asked_at)}\n\n{item.question}\n{options}\n\n"
+        self._log(f"## {item.id} · asked {stamp(item.asked_at)}\n\n{item.question}\n{options}\n\n"
                   f"**A [{state}, {item.waited_s} s]** {answer}\n")
         self._emit(Event("ask", item.question, payload=self._payload(item)))
         if waiter is not None:  # it was published; close it for `flower asks`
@@ -454,26 +381,7 @@ class HumanChannel:
             self.ui_errors.append(f"{where}: {type(exc).__name__}: {exc}".splitlines()[0])
 
     def _make_server(self) -> McpSdkServerConfig:
-        @tool("ask", texts.ASK_TOOL, _ASK_SCHEMA)
-        async def ask_tool(args: dict[str, Any]) -> dict[str, Any]:
-            options = args.get("options")
-            item = await self.ask(str(args.get("question") or ""), _strings(options))
-            return {"content": [{"type": "text", "text": item.reply()}]}
-
-        @tool("inbox", texts.INBOX_TOOL, _INBOX_SCHEMA)
-        async def inbox_tool(args: dict[str, Any]) -> dict[str, Any]:
-            await asyncio.to_thread(self.sync)
-            return {"content": [{"type": "text", "text": self.inbox()}]}
-
-        return create_sdk_mcp_server(self.name, tools=[ask_tool, inbox_tool])
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Iterable):
-        return [str(v) for v in value]
-    return []
+        return make_server(self.name, self.ask, self.inbox, self.sync)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
