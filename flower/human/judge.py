@@ -372,7 +372,8 @@ def _judged_step(step: Step, channel: HumanChannel | None, rounds: int, can_run:
             raise StepAbort(f"no complete goal to judge against at {path}")
         number = len(rounds_done(notes)) + 1
         prompt = texts.JUDGE_PROMPT.format(goal=goal.prompt_block(), round=number, reply=result.text or "(no reply)")
-        verdict = Verdict.parse((await runtime.run(spec, prompt, step_name=f"{label}#{number}")).text)
+        judged_run = await runtime.run(spec, prompt, step_name=f"{label}#{number}", on_event=workflow_events())
+        verdict = Verdict.parse(judged_run.text)
         record = notes / f"{slug}-round{number}.md"
         feedback = verdict.feedback()
         if verdict.unreachable:
