@@ -23,6 +23,7 @@ from flower.core.workbench import Workbench, index_guard, relay_guard, workbench
 from flower.errors import ConfigError, FlowerError, ScriptError, StoreError
 from flower.errors import FlowError
 from flower.flow.step import Step, StepAbort, parallel
+from flower.human import Brief, Goal, HumanChannel, Verdict, clarify_step, goal_step, with_goal
 from flower.stores.jsonl import read_jsonl
 from flower.stores.rewrite import (
     EphemeralPolicy,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentSpec",
+    "Brief",
     "CompactPolicy",
     "ConfigError",
     "Context",
@@ -50,7 +52,9 @@ __all__ = [
     "Event",
     "FlowError",
     "FlowerError",
+    "Goal",
     "HandoffPolicy",
+    "HumanChannel",
     "PostgresSessionStore",
     "PruningSessionStore",
     "RetryPolicy",
@@ -65,12 +69,15 @@ __all__ = [
     "StoreError",
     "TrimPolicy",
     "TrimmingSessionStore",
+    "Verdict",
     "Workbench",
     "Workflow",
     "build_options",
+    "clarify_step",
     "classify",
     "coordinator",
     "delegate_guard",
+    "goal_step",
     "index_guard",
     "is_ephemeral",
     "merge_hooks",
@@ -82,6 +89,7 @@ __all__ = [
     "spill_guard",
     "validate",
     "whitelist_guard",
+    "with_goal",
     "workbench_hooks",
     "worker",
 ]

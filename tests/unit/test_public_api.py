@@ -17,6 +17,8 @@ EXPECTED = [
     "spill_guard", "validate", "whitelist_guard", "workbench_hooks", "worker",
     # durable workflows (issue #13, L-6)
     "Context", "FlowError", "Step", "StepAbort", "Workflow", "parallel",
+    # the human channel, clarify and the judge (issue #14, L-8, L-9, L-10)
+    "Brief", "Goal", "HumanChannel", "Verdict", "clarify_step", "goal_step", "with_goal",
 ]
 
 
