@@ -68,3 +68,23 @@ def test_a_refused_dispatch_is_not_a_clean_done(scripted_api: ScriptedAPI, tmp_p
     assert row["tool_errors"] == 1 and row["tool_error_samples"][0].startswith("Agent: ")
     report = CliRunner().invoke(cli, ["report", str(runs)], env=env, catch_exceptions=False)
     assert any("tool errors: main / subagents" in line and "1 / 0" in line for line in report.stdout.splitlines())
+
+
+@pytest.mark.anyio
+async def test_a_scripted_call_of_a_missing_tool_fails_the_test_naming_the_step(tmp_path: Path, workspace: Path) -> None:
+    """Item 15, through the real CLI: the session has no `Reed`; the CLI would answer "No such tool" and the
+    run would go on. The fake answers 400 and `assert_done` names the step, once."""
+    from flower.core.spec import AgentSpec
+    from flower.errors import ScriptError
+
+    api = ScriptedAPI([tool_use("Reed", {"file_path": "x"}), text("never reached")]).start()
+    try:
+        rt = Runtime(workspace, run_dir=tmp_path / "runs", env=api.cli_env(tmp_path / "home", CLAUDE_CODE_MAX_RETRIES="0"),
+                     resilience=False)
+        result = await rt.run(AgentSpec(name="solo", instructions="x"), "go")
+    finally:
+        api.stop()
+    assert not result.ok
+    with pytest.raises(ScriptError, match=r"step 1 of thread main: tool_use 'Reed' names a tool this session does not have"):
+        api.assert_done()
+    assert len([f for f in api.failures if "'Reed'" in f]) == 1
