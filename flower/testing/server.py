@@ -273,8 +273,11 @@ class ScriptedAPI:
             if not isinstance(block, ToolUse):
                 continue
             if block.name not in schemas:
+                # A deferred tool (listed by name in the request, schema loaded on demand) is callable too.
+                if re.search(rf"^{re.escape(block.name)}$", request.text, re.MULTILINE):
+                    continue
                 return (f"tool_use {block.name!r} names a tool this session does not have "
-                        f"(it has {', '.join(sorted(schemas))})")
+                        f"(it has {', '.join(sorted(schemas))}, and the deferred tools the request lists)")
             schema = schemas[block.name]
             if isinstance(schema, Mapping) and schema.get("additionalProperties") is False:
                 known = set(schema.get("properties") or {})
