@@ -108,6 +108,7 @@ class LiveView:
         self.started = clock()
         self._step_base = 0.0
         self._tools: dict[str, str] = {}
+        self._session_costs: dict[str, float] = {}
         self._lock = threading.RLock()
         self._live: Live | None = None
 
@@ -255,7 +256,12 @@ class LiveView:
         turns = event.payload.get("turns")
         cost = event.payload.get("cost_usd")
         self.turns += turns if isinstance(turns, int) else 0
-        self.cost += float(cost) if isinstance(cost, (int, float)) else 0.0
+        if isinstance(cost, (int, float)):
+            # The CLI's cost is its session's running total: add what it grew by (the step's end corrects
+            # a resumed session's earlier total).
+            session = str(event.payload.get("session_id") or "")
+            self.cost += max(0.0, float(cost) - self._session_costs.get(session, 0.0))
+            self._session_costs[session] = float(cost)
 
     def _on_error(self, event: Event) -> None:
         self.say(f"x error: {event.text}", "red")

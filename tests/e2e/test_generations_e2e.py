@@ -192,3 +192,13 @@ async def test_cost_is_not_counted_twice(scripted_api: ScriptedAPI, tmp_path: Pa
     one = totals[0]
     assert totals[1] == pytest.approx(2 * one)  # cumulative within a session
     assert result.cost_usd == pytest.approx(3 * one, rel=1e-4)
+
+
+async def test_a_turn_cap_is_final_not_retried(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
+    """Item 9: "Reached maximum number of turns" was "unknown" and retried, so max_turns could be exceeded
+    up to six times."""
+    scripted_api.script([tool_use("Bash", {"command": "echo one"})])  # the CLI stops after this turn
+    result = await runtime(scripted_api, tmp_path, workspace).run(solo(max_turns=1), "work")
+    assert not result.ok and result.retries == () and result.attempts == 1, result.errors
+    assert result.error is not None and result.error.startswith("error_max_turns")
+    assert len(scripted_api.requests) == 1
