@@ -295,7 +295,7 @@ class Runtime:
         return self.workbench.first_message(prompt, self.placement)
 
     def _next_generation(self, step: str, doc: str, generation: int) -> tuple[str, Path]:
-        notes = self.workbench.notes if self.workbench is not None else self.run_dir / "notes"
+        notes = self.workbench.folder("notes") if self.workbench is not None else self.run_dir / "notes"
         path = save_handoff(notes, step, doc)
         if self.workbench is not None:
             self.workbench.refresh()

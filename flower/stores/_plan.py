@@ -20,7 +20,9 @@ from typing import Any, Literal
 
 from flower.stores._transcript import Entry, TranscriptIndex
 
-RewriteKind = Literal["expired", "trimmed", "denial", "api_error", "interrupt", "orphan"]
+RewriteKind = Literal["expired", "trimmed", "denial", "api_error", "interrupt", "orphan", "skipped"]
+"""`skipped`: something a rewrite could not understand or do (odd stored shapes, a refused spill folder); it
+was left as stored, and `note` says what and why."""
 
 _LEAF_POINTERS = ("last-prompt", "summary")
 """Entry types whose `leafUuid` names the conversation leaf a resume starts from."""
@@ -73,6 +75,8 @@ class RewriteReport:
     interrupts_neutralised: int = 0
     orphans_healed: int = 0
     details: tuple[RewriteDetail, ...] = ()
+    skipped: int = 0
+    """Things left as stored because a rewrite could not understand or do them (see the `skipped` details)."""
 
     @classmethod
     def of(cls, entries_in: int, entries_out: int, details: list[RewriteDetail]) -> RewriteReport:
@@ -88,6 +92,7 @@ class RewriteReport:
             count["interrupt"],
             count["orphan"],
             tuple(details),
+            count["skipped"],
         )
 
     @property
@@ -104,6 +109,7 @@ class RewriteReport:
                 (self.api_errors_dropped, "API errors dropped"),
                 (self.interrupts_neutralised, "interrupts neutralised"),
                 (self.orphans_healed, "orphans healed"),
+                (self.skipped, "skipped"),
             )
             if value
         ]
