@@ -55,7 +55,7 @@ from flower.core.handoff import (
 )
 from flower.core.resilience import RetryPolicy, classify, wait_for_endpoint
 from flower.core.steps import StepResult, append_manifest
-from flower.errors import ConfigError
+from flower.errors import ConfigError, StoredDataError, UnsafePathError
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
@@ -78,6 +78,8 @@ class _Attempt:
     """Our PostToolUse hook ended the turn at a tool boundary because the threshold was crossed."""
     handoff: str | None = None
     interrupted: bool = False
+    fatal: bool = False
+    """The failure is deterministic (stored data that cannot be read, a refused path): retrying cannot help."""
 
 
 @dataclass
@@ -101,6 +103,18 @@ class _Tally:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _deterministic(exc: BaseException) -> bool:
+    """Whether `exc` or an exception it was raised from is one that repeats on every attempt."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (StoredDataError, UnsafePathError, ConfigError)):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _policy(value: bool | Any, default: Any) -> Any:
@@ -273,7 +287,7 @@ class Runtime:
             message = texts.RESUME_AFTER_ERROR
 
     async def _retry(self, attempt: _Attempt, tally: _Tally, on_event: OnEvent | None) -> bool:
-        kind = classify(attempt.error, attempt.status)
+        kind = "fatal" if attempt.fatal else classify(attempt.error, attempt.status)
         if self.retry is None or kind == "fatal" or tally.attempts >= self.retry.max_attempts:
             return False
         delay = self.retry.delay(tally.attempts)
@@ -326,6 +340,9 @@ class Runtime:
                 await self._ask_handoff(client, attempt, on_event)
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
             attempt.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            # The SDK wraps a failing SessionStore.load() in a RuntimeError (resume materialization); a
+            # deterministic cause under it (unreadable stored row, refused path) is fatal at once.
+            attempt.fatal = _deterministic(exc)
         finally:
             self._client = None
             if client is not None:

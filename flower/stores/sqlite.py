@@ -143,7 +143,7 @@ class SqliteSessionStore(SessionStore):
             return
         tkey = TranscriptKey.of(key)
         # Encode before taking the write lock: other writers wait only for the inserts.
-        rows = [(_common.entry_uuid(e), _common.entry_type(e), _common.dump_entry(e)) for e in entries]
+        rows = _common.encode_batch(entries, store=str(self.path), key=tkey)
         self._write(partial(_append, key=tkey, entries=entries, rows=rows))
 
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
@@ -153,8 +153,8 @@ class SqliteSessionStore(SessionStore):
             tid = _transcript_id(conn, tkey)
             if tid is None:
                 return None
-            rows = conn.execute("SELECT payload FROM entries WHERE transcript = ? ORDER BY seq", (tid,))
-            return [json.loads(payload) for (payload,) in rows]
+            rows = conn.execute("SELECT seq, payload FROM entries WHERE transcript = ? ORDER BY seq", (tid,))
+            return [_common.parse_row(payload, store=str(self.path), key=tkey, row=seq) for seq, payload in rows]
 
         return self._read(run)
 
@@ -196,10 +196,13 @@ class SqliteSessionStore(SessionStore):
             if tid is None:
                 return None
             cursor = conn.execute(
-                "SELECT payload FROM entries WHERE transcript = ? AND type = 'assistant' ORDER BY seq DESC",
+                "SELECT seq, payload FROM entries WHERE transcript = ? AND type = 'assistant' ORDER BY seq DESC",
                 (tid,),
             )
-            return _common.last_context(json.loads(payload) for (payload,) in cursor)
+            store = str(self.path)
+            return _common.last_context(
+                _common.parse_row(payload, store=store, key=tkey, row=seq) for seq, payload in cursor
+            )
 
         return self._read(run)
 
