@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 
 from flower.errors import ConfigError, StoreError
+from flower.stores.jsonl import decode_line
 
 __all__ = [
     "RunData",
@@ -183,13 +184,16 @@ def _read_spill_log(root: Path | None) -> list[dict[str, Any]]:
     if root is None:
         return []
     try:
-        lines = (root / "spill" / "log.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = (root / "spill" / "log.jsonl").read_bytes().split(b"\n")
     except (FileNotFoundError, NotADirectoryError):
         return []
     records = []
-    for line in lines:
+    for number, line in enumerate(lines):
+        text, problem = decode_line(line, first=number == 0)  # per line: one bad byte costs one line
+        if problem is not None or not text.strip():
+            continue
         try:
-            record = json.loads(line)
+            record = json.loads(text)
         except ValueError:
             continue  # a torn line from a killed writer: skip it, keep the rest
         if isinstance(record, dict):
