@@ -123,7 +123,9 @@ def _agent_label(subpath: str, taken: Mapping[str, Any], session: str) -> str:
 
 def _load_key(store: Any, key: dict[str, str]) -> list[Entry]:
     entries = store.load_sync(key)
-    return list(entries or [])
+    # A stored row that is JSON but not an object (a broken writer) carries nothing a report counts; the
+    # rewrite passes such rows through untouched, so leaving them out changes no number (issue #16 item 11).
+    return [entry for entry in entries or [] if isinstance(entry, dict)]
 
 
 def _add_session(data: RunData, store: Any, session: str) -> bool:

@@ -55,6 +55,15 @@ class Plan:
     def note(self, detail: RewriteDetail) -> None:
         self.details.append(detail)
 
+    def snapshot(self) -> tuple[Any, ...]:
+        """A copy of the edits so far, for undoing a stage that failed half way."""
+        return (dict(self.blocks), set(self.drop), dict(self.strip),
+                {k: list(v) for k, v in self.after.items()}, list(self.details))
+
+    def restore(self, saved: tuple[Any, ...]) -> None:
+        self.blocks, self.drop, self.strip, self.after, self.details = (
+            dict(saved[0]), set(saved[1]), dict(saved[2]), {k: list(v) for k, v in saved[3].items()}, list(saved[4]))
+
     @property
     def empty(self) -> bool:
         return not (self.blocks or self.drop or self.strip or self.after)
@@ -173,7 +182,10 @@ class _Relinker:
         for position in plan.drop:
             uuid = entries[position].get("uuid")  # only dict entries are ever planned for removal
             if isinstance(uuid, str):
-                self.removed[uuid] = entries[position].get("parentUuid")
+                parent = entries[position].get("parentUuid")
+                # a parent pointer that is not a string (a dict or list in a broken row) points nowhere: the
+                # children of a removed entry then become roots rather than carry the odd value on
+                self.removed[uuid] = parent if isinstance(parent, str) else None
         self.tails: dict[str, str] = {}
         for position, added in plan.after.items():
             uuid = entries[position].get("uuid")

@@ -79,3 +79,16 @@ def test_reading_commands_print_one_line_for_a_non_json_row(run_dir: Path, comma
     break_row(run_dir / "sessions.db", seq)
     result = invoke(*(part.format(runs=run_dir) for part in command))
     assert_one_line_error(result, "is not JSON", f"row {seq}", MAIN_ID)
+
+
+@pytest.mark.parametrize("payload", ["42", '"text"', "[1, 2]", '{"type": "assistant", "message": "a string"}',
+                                     '{"type": "user", "parentUuid": {"x": 1}, "uuid": "odd"}'])
+def test_reading_commands_survive_odd_but_valid_json_rows(run_dir: Path, payload: str) -> None:  # noqa: F811
+    """Item 11 at the reading end: a row of an odd shape is left as stored and the report still runs."""
+    with sqlite3.connect(run_dir / "sessions.db") as conn:
+        (seq,) = conn.execute("SELECT MIN(seq) + 1 FROM entries").fetchone()
+    break_row(run_dir / "sessions.db", seq, payload)
+    for command in (("report", str(run_dir)), ("preview", MAIN_ID, "-r", str(run_dir)),
+                    ("sessions", "show", MAIN_ID, "-r", str(run_dir))):
+        result = invoke(*command)
+        assert result.exit_code == 0, (command, result.output)
