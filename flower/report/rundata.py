@@ -60,7 +60,8 @@ def open_store(store: str | None, run_dir: Path | None, *, create: bool = False)
         raise StoreError(f"no session store at {path}")
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteSessionStore(path)
+        return SqliteSessionStore(path)
+    return SqliteSessionStore(path, readonly=True)  # reading never writes: a read-only medium is fine
 
 
 def close_store(store: Any) -> None:
