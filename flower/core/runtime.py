@@ -68,7 +68,7 @@ from flower.core.handoff import (
 )
 from flower.core.resilience import RetryPolicy, classify, endpoint_of, is_final, wait_for_endpoint
 from flower.core.steps import StepResult, append_manifest
-from flower.errors import ConfigError
+from flower.errors import ConfigError, StoredDataError, UnsafePathError
 from functools import partial
 from flower.core.dispatch import Rewrite, check_isolation, dispatch_guard, isolated_types, isolation_input
 
@@ -98,7 +98,8 @@ class _Attempt:
     """Why the handoff is the runtime's fallback, not the session's own document."""
     interrupted: bool = False
     fatal: bool = False
-    """The CLI was retrying an error that cannot pass (401/403); the attempt was stopped."""
+    """Retrying cannot help: the CLI was retrying an error that cannot pass (401/403), or the failure is
+    deterministic (stored data that cannot be read, a refused path)."""
 
 
 @dataclass
@@ -140,6 +141,18 @@ _SAMPLES = 5
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _deterministic(exc: BaseException) -> bool:
+    """Whether `exc` or an exception it was raised from is one that repeats on every attempt."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (StoredDataError, UnsafePathError, ConfigError)):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _policy(value: bool | Any, default: Any) -> Any:
@@ -356,7 +369,7 @@ class Runtime:
             message = texts.RESUME_AFTER_ERROR
 
     async def _retry(self, attempt: _Attempt, tally: _Tally, on_event: OnEvent | None) -> bool:
-        kind = classify(attempt.error, attempt.status)
+        kind = "fatal" if attempt.fatal else classify(attempt.error, attempt.status)
         tally.failures += 1
         endpoint = endpoint_of(self._cli_env())
         if self.retry is None or kind == "fatal" or tally.failures >= self.retry.max_attempts:
@@ -402,7 +415,7 @@ class Runtime:
         return self.workbench.first_message(prompt, self.placement)
 
     def _save(self, step: str, doc: str) -> Path:
-        notes = self.workbench.notes if self.workbench is not None else self.run_dir / "notes"
+        notes = self.workbench.folder("notes") if self.workbench is not None else self.run_dir / "notes"
         return save_handoff(notes, step, doc)
 
     def _next_generation(self, step: str, doc: str, generation: int) -> tuple[str, Path]:
@@ -436,6 +449,9 @@ class Runtime:
                 await self._ask_handoff(client, attempt, tally, on_event)
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
             attempt.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            # The SDK wraps a failing SessionStore.load() in a RuntimeError (resume materialization); a
+            # deterministic cause under it (unreadable stored row, refused path) is fatal at once.
+            attempt.fatal = attempt.fatal or _deterministic(exc)
         finally:
             self._client = None
             if client is not None:
