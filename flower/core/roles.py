@@ -6,7 +6,8 @@ compiled (`flower.core.guard.spec_guards`).
 Invariants:
 - Workers are never downgraded: `model="inherit"` unless asked otherwise (S-1).
 - The coordinator's approved tools are exactly Agent, TodoWrite, Read, plus Bash when `glance` (gated by
-  the glance predicate), plus its workers' read-only web tools (S-6) — never Write or Edit.
+  the glance predicate), plus its workers' read-only web tools (S-6), plus the MCP tools it declares
+  read-only (`glance_tools`) — never Write or Edit.
 - The coordinator runs in `acceptEdits` mode by default: its own edits are walled by the hook, and its
   workers' file edits inside the workspace need no human to approve them in an unattended run.
 """
@@ -83,11 +84,12 @@ def coordinator(
     """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`.
 
     `glance_tools` names the MCP tools (`mcp__server__tool`) that only read: the main thread may call
-    those itself; every other MCP tool is denied there (S-8).
+    those itself (they join `allowed_tools`); every other MCP tool is denied there (S-8).
     """
     if not workers:
         raise ConfigError(f"coordinator {name!r} needs at least one worker to dispatch to")
     allowed = list(COORDINATOR_TOOLS) + (["Bash"] if glance else []) + _merged_web_tools(workers)
+    allowed += [name for name in glance_tools if name not in allowed]
     return AgentSpec(
         name=name,
         instructions=texts.COORDINATOR_RULES + "\n\n" + instructions.strip(),
