@@ -59,9 +59,9 @@ def filter_pins(directory: str | os.PathLike[str]) -> str:
 
 
 def check_git_words(name: str, values: list[str]) -> None:
-    """Refuse `%G` placeholders in any git word: a signature check runs gpg.program."""
+    """Refuse `%G` and `%(signature...)` placeholders in any git word: a signature check runs gpg.program."""
     for value in values:
-        if "%G" in value:
+        if "%G" in value or "%(signature" in value:
             raise Refusal("word", f"{name} %G (signature checks run gpg)")
 
 

@@ -12,7 +12,8 @@ eats memory):
   (only `for (k in array)`, which visits a finite array), no functions (recursion); `getline` only from
   the main input (`getline < FILE` could open a computed or `/inet/` path), no `ARGV`/`ARGC`/`PROCINFO`
   (which redirect input), printf/sprintf formats must be string literals, no `%*`, no number over six
-  digits (a 1e9-wide field eats memory).
+  digits (a 1e9-wide field eats memory), no statement that can double a string each time it runs
+  (`s = s s`, two variables joined into one of them, `gsub` into a variable that outlives the record).
 - jq: an allow-list of builtins that visit their input once; no `def` (recursion), `recurse(f)`,
   `range`, `repeat`, `while`, `until`, `limit`, `reduce`/`foreach`, no `*` (string repetition), no
   assignment (`.[1e9] = 1` allocates), no regex functions that loop on empty matches in jq 1.6, no
@@ -200,6 +201,39 @@ def check_awk(program: str) -> None:
         raise Refusal("loop", "awk")
     if not _awk_lex(program):
         raise Refusal("script", "awk")
+    if _awk_grows(program):
+        raise Refusal("loop", "awk")
+
+
+_AWK_ASSIGN = re.compile(r"\b([A-Za-z_]\w*)\s*(?:\[[^\]=]*\])?\s*=(?!=)")
+_AWK_BUILTIN_VARS = frozenset(
+    "NR NF FNR FS OFS RS ORS FILENAME SUBSEP RSTART RLENGTH CONVFMT OFMT ENVIRON RT IGNORECASE".split()
+)
+_AWK_WORDS = frozenset("in getline print printf if else next exit delete return".split())
+
+
+def _awk_grows(program: str) -> bool:
+    """Whether a statement may double a string each time it runs (`s = s s`, `s = s t` after `t = s`,
+    `gsub(/x/, "&&", s)` on a variable that outlives the record): memory exponential in the input."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', program)
+    text = re.sub(r"([(,~]\s*)/(?:[^/\\\n]|\\.)*/", r"\1//", text)  # regex literals in arguments
+    for match in _AWK_ASSIGN.finditer(text):
+        target = match.group(1)
+        rhs = re.split(r"[;{}\n]", text[match.end():], maxsplit=1)[0]
+        names = [m.group(1) for m in re.finditer(r"(?<![\w$])([A-Za-z_]\w*)\b(?!\s*\()", rhs)]
+        names = [n for n in names if n not in _AWK_BUILTIN_VARS and n not in _AWK_WORDS]
+        if len(names) != len(set(names)) or (target in names and len(names) > 1):
+            return True
+    for match in re.finditer(r"\bg?sub\s*\(", text):
+        depth, i, commas = 1, match.end(), []
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if text[i] == "," and depth == 1:
+                commas.append(i)
+            i += 1
+        if len(commas) >= 2 and not text[commas[1] + 1 : i - 1].strip().startswith("$"):
+            return True  # the third argument is a variable that keeps what the last record made of it
+    return False
 
 
 def _awk_delimited(src: str, i: int, quote: str) -> int:
