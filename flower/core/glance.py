@@ -412,6 +412,8 @@ def _on_disk(found: _Found, cwd: str) -> str | None:
     checked = 0
     for word in found.paths:
         names = [word.value]
+        if word.literal and word.value.startswith("--") and "=" in word.value:
+            names.append(word.value.partition("=")[2])  # `--files0-from=FIFO`
         if not word.literal:
             pattern = os.path.expanduser(word.value) if word.value.startswith("~") else word.value
             names = glob.glob(pattern, root_dir=cwd)[:_MAX_DISK_CHECKS] if "{" not in pattern else []

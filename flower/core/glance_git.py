@@ -21,6 +21,7 @@ their rules use `order="permute"`; git's own options end at the subcommand.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 from dataclasses import replace
 
@@ -51,10 +52,9 @@ def filter_pins(directory: str | os.PathLike[str]) -> str:
     names = sorted({key[len("filter.") : key.rindex(".")] for key in listed.split("\0") if key.count(".") >= 2})
     pins = []
     for name in names:
-        if any(ch in name for ch in "'\"\\$`\n ") or name.startswith("-"):
-            continue  # an unquotable name: the glance runs without a pin for it rather than break quoting
-        pins += [f"-c filter.{name}.{key}=" for key in ("clean", "smudge", "process")]
-        pins.append(f"-c filter.{name}.required=false")
+        # A subsection may hold any character but newline: quote each setting for the shell.
+        pins += ["-c " + shlex.quote(f"filter.{name}.{key}=") for key in ("clean", "smudge", "process")]
+        pins.append("-c " + shlex.quote(f"filter.{name}.required=false"))
     return " ".join(pins)
 
 
