@@ -30,12 +30,13 @@ from flower.core.glance_options import Args, Refusal, Rule, literal
 __all__ = ["GIT", "GIT_PINS", "GIT_RULE", "check_git_words", "filter_pins"]
 
 GIT_PINS = (
-    "--no-pager -c core.fsmonitor=false -c core.pager=cat -c diff.external= -c log.showSignature=false"
+    "--no-pager --no-optional-locks -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.pager=cat -c diff.external= -c log.showSignature=false"
     " -c gpg.program= -c gpg.ssh.program= -c gpg.x509.program= -c diff.ignoreSubmodules=all"
     " -c status.submoduleSummary=false"
 )
-"""Global settings pinned on every glance git command: no fsmonitor hook, pager, external diff, or
-signature program runs, and submodules (with configs of their own) are not entered."""
+"""Global settings pinned on every glance git command: no fsmonitor hook, pager, external diff, hook
+(an index refresh may fire post-index-change) or signature program runs, the index is not rewritten,
+and submodules (with configs of their own) are not entered."""
 
 _NO_PROGRAMS = "--no-ext-diff --no-textconv"
 
@@ -194,7 +195,7 @@ GIT: dict[str, Rule] = {
     ),
     "ls-files": Rule(
         "-c --cached -d --deleted -m --modified -o --others -i --ignored -s --stage -u --unmerged -k"
-        " --killed -z -t -v -f --full-name --recurse-submodules --abbrev=? --error-unmatch --exclude="
+        " --killed -z -t -v -f --full-name --abbrev=? --error-unmatch --exclude="
         " -x= --exclude-from= -X= --exclude-per-directory= --exclude-standard --directory"
         " --no-empty-directory --eol --deduplicate --format= --sparse --with-tree="
     ),
@@ -232,7 +233,7 @@ GIT: dict[str, Rule] = {
         " --count --color=? --no-color --break --heading -p --show-function -W --function-context -A= -B="
         " -C= --after-context= --before-context= --context= -e= -f= --and --or --not --all-match -q"
         " --quiet --cached --untracked --no-index --no-exclude-standard --exclude-standard"
-        " --recurse-submodules --max-depth= -r --recursive --no-recursive -a --text --threads= -m="
+        " --max-depth= -r --recursive --no-recursive -a --text --threads= -m="
         " --max-count= --no-textconv",
         numeric=True, order="permute", extra={"harden": "--no-textconv"},
     ),

@@ -731,6 +731,8 @@ REFUSED: list[tuple[str, str]] = [
     ("git diff --textconv", "`git diff --textconv`"),
     ("git show --ext-diff HEAD", "`git show --ext-diff`"),
     ("git tag -v v1", "`git tag -v`"),
+    ("git ls-files --recurse-submodules", "`git ls-files --recurse-submodules`"),
+    ("git grep --recurse-submodules x", "`git grep --recurse-submodules`"),
     # item 6: refusal reasons
     ("git tag -d v1", "`git tag -d`"),
     ("git tag -a v2 -m x", "`git tag -a`"),
