@@ -73,7 +73,7 @@ import bashlex
 from flower.core import texts
 from flower.core.glance_git import GIT_PINS, check_git_words
 from flower.core.glance_options import Args, Refusal as _Refuse, Rule, Word, each_reading, literal as _literal, parse
-from flower.core.glance_paths import device_word, inet_word, special_file
+from flower.core.glance_paths import device_word, inet_word, root_word, special_file
 from flower.core.glance_rules import COMMANDS
 
 __all__ = [
@@ -221,7 +221,8 @@ class _Found:
     """What judging a glance learned beyond the verdict: the words the wall checks on disk, and where
     each git command takes its pins."""
 
-    paths: list[Word]
+    paths: list[tuple[Word, bool]]
+    """Each word to look up on disk, and whether its command reads what it names."""
     gits: list[tuple[int, list[tuple[int, str]], list[str]]]
     """Per git command: where its pins go, (position, flags) for its subcommand, its `-C` values."""
 
@@ -293,13 +294,13 @@ def _judge_command(node: object, src: str, found: _Found) -> None:
             raise _Refuse("word", flag)
         if inet_word(word.value):
             raise _Refuse("network", f"{head.value} {word.value}")
-        if device_word(word.value, word.literal):
+        if device_word(word.value, word.literal) or (rule.reads and root_word(word.value)):
             raise _Refuse("device", f"{head.value} {word.value}")
         if word.params and not blind:
             # `cat $_`: a parameter can hold any path, `/dev/zero` included.
             raise _Refuse("expansion", f"{head.value} {word.value}")
         if not word.params:
-            found.paths.append(word)
+            found.paths.append((word, rule.reads))
     harden: list[tuple[int, str]] = []
     readings = _apply(rule, head.value, words[1:], head.end, harden)
     if head.value == "git":
@@ -328,7 +329,7 @@ def _check_redirect(node: object, src: str, found: _Found) -> None:
         if word.literal and fd in (None, 0):
             if device_word(word.value):
                 raise _Refuse("network" if inet_word(word.value) else "device", f"< {word.value}")
-            found.paths.append(word)
+            found.paths.append((word, True))
             return
     start, end = node.pos  # type: ignore[attr-defined]
     raise _Refuse("redirect", src[start:end])
@@ -410,7 +411,8 @@ def _on_disk(found: _Found, cwd: str) -> str | None:
     """The wall's look at the filesystem: no word names a FIFO, socket or device (through a symlink or
     a glob), and `git -C` stays below the working directory."""
     checked = 0
-    for word in found.paths:
+    root = os.path.realpath(cwd)
+    for word, reads in found.paths:
         names = [word.value]
         if word.literal and word.value.startswith("--") and "=" in word.value:
             names.append(word.value.partition("=")[2])  # `--files0-from=FIFO`
@@ -425,9 +427,8 @@ def _on_disk(found: _Found, cwd: str) -> str | None:
             checked += 1
             if checked > _MAX_DISK_CHECKS:
                 return texts.GLANCE_WHY["long"]
-            if special_file(name, cwd):
+            if special_file(name, cwd) or (reads and os.path.realpath(os.path.join(cwd, name)) == "/"):
                 return _reason(_Refuse("device", name))
-    root = os.path.realpath(cwd)
     for _, _, dirs in found.gits:
         for directory in dirs:
             real = os.path.realpath(os.path.join(cwd, directory))

@@ -322,9 +322,10 @@ ALLOWED: list[str] = [
     "test 3 -eq 3",
     "wc -l src/*.py | tail -1",
     "sort -k2 data.txt -r",
+    "ls /",
+    "du -sh / 2>/dev/null",
     "awk '{print}' x -i inplace",
     "awk '{print}' -f prog.awk",
-    "which ls -x rm",
 ]
 
 REFUSED: list[tuple[str, str]] = [
@@ -625,6 +626,13 @@ REFUSED: list[tuple[str, str]] = [
     ("[[ 'a[$(touch x)]' -eq 1 ]]", "parser"),
     ("echo $(( a[$(touch x)] ))", "parser"),
     ("echo ${a[$(touch x)]}", "${a[$(touch x)]}"),
+    ("echo $[a[$(touch x)]]", "parser"),
+    ("echo \"$[1 + a[1]]\"", "parser"),
+    ("which ls -x rm", "`which -x`"),
+    ("grep -r x /", "device"),
+    ("grep -rn x //.", "device"),
+    ("rg x /", "device"),
+    ("cat /sys/kernel/debug/tracing/trace_pipe", "device"),
     # item 3: no connection, no resolver query carrying chosen data
     ("gawk '{print}' /inet/tcp/0/example.com/80", "network"),
     ("awk 'BEGIN{f=\"/inet/tcp/0/x/80\"; getline < f}'", "network"),

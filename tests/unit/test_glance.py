@@ -451,7 +451,8 @@ def test_gnu_rules_are_judged_under_both_readings() -> None:
 def test_every_rule_says_how_it_reads_options() -> None:
     """Item 1, audit: the commands that stop at their first operand are marked so."""
     stops = {name for name, rule in COMMANDS.items() if rule.order == "stop"}
-    assert {"command", "type", "which", "env", "awk", "gawk", "mawk", "nawk", "lsof", "git"} <= stops
+    assert {"command", "type", "env", "awk", "gawk", "mawk", "nawk", "lsof", "git"} <= stops
+    assert COMMANDS["which"].order == "gnu"  # Debian's getopts script stops, GNU which permutes
     git = COMMANDS["git"].subcommands or {}
     assert all(rule.order == "permute" for rule in git.values())
 
