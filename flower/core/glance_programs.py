@@ -17,7 +17,8 @@ eats memory):
 - jq: an allow-list of builtins that visit their input once; no `def` (recursion), `recurse(f)`,
   `range`, `repeat`, `while`, `until`, `limit`, `reduce`/`foreach`, no `*` (string repetition), no
   assignment (`.[1e9] = 1` allocates), no regex functions that loop on empty matches in jq 1.6, no
-  number over six digits, no `import`/`include`.
+  number over six digits, no `import`/`include`, at most one whole-tree walk (`..|..|..` grows as
+  size ** count).
 """
 
 from __future__ import annotations
@@ -362,6 +363,9 @@ def check_jq(program: str) -> None:
     """Refuse a jq filter that may recurse, loop, allocate without bound or read other files."""
     if _jq_scan(program, 0, nested=False) != len(program):
         raise Refusal("script", "jq")
+    if len(re.findall(r"\.\.|\b(?:paths|leaf_paths|walk|tostream)\b", program)) > 1:
+        # Each `..` yields every node below each input: chained, the output grows as size ** count.
+        raise Refusal("loop", "jq ..")
 
 
 def _jq_string(src: str, i: int) -> int:

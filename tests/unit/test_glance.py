@@ -494,6 +494,7 @@ def test_numeric_local_addresses_only(text: str, ok: bool) -> None:
         ('"x" * 100', False), (".a = 1", False), (".a |= 1", False), ('gsub(""; "x")', False),
         ('"\\(def f: f; f)"', False), (".[1000000000]", False), ("input_filename", True),
         ('include "m"; .', False), ("$__loc__", False), (". # comment", False), ('test("a"; "g")', False),
+        ("[..|..|..|..]", False), ("[paths] | length", True), ("[..] | length", True),
     ],
 )
 def test_jq_programs(program: str, ok: bool) -> None:
