@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import create_sdk_mcp_server, tool
+from claude_agent_sdk import InMemorySessionStore, create_sdk_mcp_server, tool
 
 from flower.core import texts
 from flower.core.agent import build_options
+from flower.core.glance import is_ephemeral
 from flower.core.roles import coordinator, worker
 from flower.testing import ScriptedAPI, collect, text, tool_use
 
@@ -24,7 +25,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 async def _run_main(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, calls: list[Any],
-                    approve: tuple[str, ...] = (), **lead_kwargs: Any) -> list[str]:
+                    approve: tuple[str, ...] = (), store: InMemorySessionStore | None = None,
+                    **lead_kwargs: Any) -> list[str]:
     """Run a coordinator whose main thread makes `calls` (Bash inputs, or (tool, input) pairs) one per turn;
     return the tool-result text each call got back."""
     steps = [tool_use(*call) if isinstance(call, tuple) else tool_use("Bash", call) for call in calls]
@@ -32,7 +34,7 @@ async def _run_main(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, 
     lead = coordinator("lead", "Goal: look around.", {"hands": worker("does the work", "You work.")},
                        **lead_kwargs)
     lead.allowed_tools.extend(approve)
-    options = build_options(lead, cwd=workspace)
+    options = build_options(lead, cwd=workspace, session_store=store)
     options.env = scripted_api.cli_env(tmp_path / "home")
     run = await collect("go", options)
     assert run.result.result == "looked"
@@ -138,9 +140,15 @@ async def test_a_hostile_repositorys_programs_do_not_run_from_git_glances(
     markers = tmp_path / "markers"
     markers.mkdir()
     planted = _hostile_repo(workspace, markers)
-    results = await _run_main(scripted_api, tmp_path, workspace, [{"command": c} for c in GIT_GLANCES])
+    store = InMemorySessionStore()
+    results = await _run_main(scripted_api, tmp_path, workspace, [{"command": c} for c in GIT_GLANCES], store=store)
     assert sorted(p.name for p in markers.iterdir()) == []
     assert "f.txt" in results[0] and "two" in results[1]  # the glances did run and show the work tree
+    # S-8: the transcript keeps the model's own command, so the resume rewrite still expires it.
+    entries = [e for rows in store._store.values() for e in rows]  # noqa: SLF001 - reading a test double
+    stored = [block["input"]["command"] for e in entries for block in (e.get("message") or {}).get("content") or []
+              if isinstance(block, dict) and block.get("type") == "tool_use"]
+    assert stored == GIT_GLANCES and all(is_ephemeral(command) for command in stored)
     for command in GIT_GLANCES:
         subprocess.run(command, shell=True, cwd=workspace, capture_output=True, check=False)
     assert sorted(p.name for p in markers.iterdir()) == sorted(p.name for p in planted.values())
