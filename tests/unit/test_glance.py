@@ -527,3 +527,16 @@ def test_awk_loops_and_inputs(program: str, ok: bool) -> None:
 def test_the_corpus_of_issue_16_is_counted() -> None:
     """The report quotes these sizes; the corpus must keep growing, never shrink."""
     assert len(ALLOWED) >= 300 and len(REFUSED) >= 390
+
+
+@pytest.mark.parametrize("path", sorted(DANGEROUS))
+def test_a_dangerous_option_after_an_operand_is_refused_unless_the_command_stops(path: str) -> None:
+    """Issue #16 item 1, audit: every rule that reads options after operands (GNU getopt, git, cobra)
+    refuses the dangerous ones there too; a rule that stops takes them for operands (awk's files)."""
+    rule = _rule(path)
+    for danger in DANGEROUS[path]:
+        command = f"{path} {'{print}' if path == 'awk' else 'operand'} {danger}=x"
+        if rule.order == "stop":
+            assert path == "awk" and is_ephemeral(command), command
+        else:
+            assert is_ephemeral(command) is False, command
