@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from flower.core.glance_git import GIT_RULE
 from flower.core.glance_options import Args, Refusal, Rule, Word, literal
 from flower.core.glance_paths import numeric_local
-from flower.core.glance_programs import check_awk, check_jq, check_sed, sed_script_ok, awk_program_ok
+from flower.core.glance_jq import check_jq
+from flower.core.glance_programs import awk_program_ok, check_awk, check_sed, sed_script_ok
 
 __all__ = ["COMMANDS", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "literal", "sed_script_ok"]
 

@@ -19,7 +19,7 @@ from flower.core import glance, texts
 from flower.core.glance import COMMANDS, describe_refusal, is_ephemeral
 from flower.core.glance_options import Word, parse
 from flower.core.glance_paths import device_word, numeric_local
-from flower.core.glance_programs import jq_program_ok
+from flower.core.glance_jq import jq_program_ok
 from flower.core.glance_rules import Rule, awk_program_ok, sed_script_ok
 from flower.core.guard import delegate_guard
 from flower.stores.trim import EphemeralPolicy
