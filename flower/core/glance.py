@@ -287,6 +287,17 @@ def _analyse(command: str) -> tuple[str | None, _Found]:
 _MAX_DISK_CHECKS = 256
 
 
+MAX_READ_BYTES = 2 << 30
+"""A reader may not open a file larger than this (a sparse terabyte reads for hours)."""
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size if os.path.isfile(path) else 0
+    except OSError:
+        return 0
+
+
 def _on_disk(found: _Found, cwd: str) -> str | None:
     """The wall's look at the filesystem: no word names a FIFO, socket or device (through a symlink or
     a glob), and `git -C` stays below the working directory."""
@@ -309,6 +320,8 @@ def _on_disk(found: _Found, cwd: str) -> str | None:
                 return texts.GLANCE_WHY["long"]
             if special_file(name, cwd) or (reads and os.path.realpath(os.path.join(cwd, name)) == "/"):
                 return _reason(_Refuse("device", name))
+            if reads and _size(os.path.join(cwd, os.path.expanduser(name))) > MAX_READ_BYTES:
+                return _reason(_Refuse("endless", f"{name} (over {MAX_READ_BYTES >> 30} GiB)"))
     for _, _, dirs in found.gits:
         for directory in dirs:
             real = os.path.realpath(os.path.join(cwd, directory))

@@ -293,3 +293,22 @@ async def test_an_option_value_naming_a_fifo_is_refused(tmp_path: Any) -> None:
     data = main_call("Bash", command="du --files0-from=names")
     data["cwd"] = str(tmp_path)
     assert "device, pipe or socket" in (denial(await decide(guard, data)) or "")
+
+
+async def test_a_glance_may_not_ask_for_a_long_timeout_or_read_a_huge_file(tmp_path: Any) -> None:
+    """Issue #16 item 4: the Bash tool's `timeout` is lowered to two minutes for a glance, and a reader
+    may not open a (sparse) file over 2 GiB."""
+    from flower.core.guard import GLANCE_TIMEOUT_MS
+
+    guard = delegate_guard(allow_glance=True)
+    out = await decide(guard, main_call("Bash", command="ls", timeout=600_000))
+    assert out["hookSpecificOutput"]["updatedInput"] == {"command": "ls", "timeout": GLANCE_TIMEOUT_MS}
+    assert await decide(guard, main_call("Bash", command="ls", timeout=5_000)) == {}
+    with open(tmp_path / "huge.log", "wb") as handle:
+        handle.truncate(3 << 30)
+    data = main_call("Bash", command="wc -l huge.log")
+    data["cwd"] = str(tmp_path)
+    assert "over 2 GiB" in (denial(await decide(guard, data)) or "")
+    data = main_call("Bash", command="ls -l huge.log")
+    data["cwd"] = str(tmp_path)
+    assert denial(await decide(guard, data)) is None
