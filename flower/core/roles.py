@@ -6,7 +6,8 @@ compiled (`flower.core.guard.spec_guards`).
 Invariants:
 - Workers are never downgraded: `model="inherit"` unless asked otherwise (S-1).
 - The coordinator's approved tools are exactly Agent, TodoWrite, Read, plus Bash when `glance` (gated by
-  the glance predicate), plus its workers' read-only web tools (S-6) — never Write or Edit.
+  the glance predicate), plus its workers' read-only web tools (S-6), plus the MCP tools it declares
+  read-only (`glance_tools`) — never Write or Edit.
 - The coordinator runs in `acceptEdits` mode by default: its own edits are walled by the hook, and its
   workers' file edits inside the workspace need no human to approve them in an unattended run.
 """
@@ -90,8 +91,13 @@ def coordinator(
     env: Mapping[str, str] | None = None,
     leads: Sequence[str] = (),
     mcp_servers: Mapping[str, Any] | None = None,
+    glance_tools: Sequence[str] = (),
 ) -> AgentSpec:
-    """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`."""
+    """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`.
+
+    `glance_tools` names the MCP tools (`mcp__server__tool`) that only read: the main thread may call
+    those itself (they join `allowed_tools`); every other MCP tool is denied there (S-8).
+    """
     if not isinstance(workers, Mapping):
         raise ConfigError(f"coordinator {name!r}: workers must be a mapping of name -> worker(...), not "
                           f"{type(workers).__name__}")
@@ -106,6 +112,10 @@ def coordinator(
     if not isinstance(instructions, str):
         raise ConfigError(f"coordinator {name!r}: instructions must be a string, not {type(instructions).__name__}")
     allowed = list(COORDINATOR_TOOLS) + (["Bash"] if glance else []) + _merged_web_tools(workers)
+    if isinstance(glance_tools, str):
+        raise ConfigError(f"coordinator {name!r}: glance_tools must be a list of MCP tool names, not the string "
+                          f"{glance_tools!r}")
+    allowed += [tool for tool in glance_tools if tool not in allowed]
     return AgentSpec(
         name=name,
         instructions=texts.COORDINATOR_RULES + "\n\n" + instructions.strip(),
@@ -124,4 +134,5 @@ def coordinator(
         delegate_only=True,
         workbench=True,
         leads=tuple(leads),
+        glance_tools=tuple(glance_tools),
     )

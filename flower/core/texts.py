@@ -58,6 +58,13 @@ GLANCE_WHY = {
     "expansion": "`{what}` would be expanded by the shell, so it cannot be checked",
     "script": "the {what} program could write files or run commands",
     "word": "`{what}` is refused in any glance",
+    "device": "`{what}` names a device, pipe or socket that may never end",
+    "network": "`{what}` could reach the network",
+    "loop": "the {what} program could run without end or eat memory",
+    "endless": "`{what}` could run without end or eat memory",
+    "revision": "`{what}` needs a revision (without one it reads stdin)",
+    "outside": "`{what}` leaves the workspace",
+    "background": "a glance may not run in the background (it would outlive the Bash timeout)",
 }
 
 # S-7: a non-delegating spec's hands-on tool that its allowed_tools do not grant.
@@ -179,4 +186,10 @@ RESUME_AFTER_ERROR = (
 RESUME_AFTER_INTERRUPT = (
     "The run was interrupted on purpose. A call that was cancelled by the interruption is not a fault: "
     "it may have run in part, so check its effect before repeating it, then continue.{message}"
+)
+
+# S-8, issue #16: an MCP tool the coordinator's spec does not declare read-only (`glance_tools`).
+MCP_DENIAL = (
+    "{tool} is not available on the coordinator's main thread: only MCP tools its spec declares "
+    "read-only run here. Dispatch a subagent with the Agent tool to use it."
 )
