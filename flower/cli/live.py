@@ -21,7 +21,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -31,7 +30,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from flower.core import texts
+from flower.core.eventinfo import spill_pattern
 from flower.core.events import Event
 from flower.core.handoff import message_context
 from flower.report.text import fit, format_elapsed, format_tokens, sanitize
@@ -39,17 +38,6 @@ from flower.report.text import fit, format_elapsed, format_tokens, sanitize
 __all__ = ["LiveView", "spill_pattern"]
 
 log = logging.getLogger(__name__)
-
-
-def spill_pattern(template: str = texts.SPILL_POINTER) -> re.Pattern[str]:
-    """A regex for the pointer line a spill leaves, built from its template (placeholders match anything)."""
-    parts = re.split(r"\{[a-z_]+\}", template)
-    names = re.findall(r"\{([a-z_]+)\}", template)
-    pattern = re.escape(parts[0])
-    for name, literal in zip(names, parts[1:]):
-        field = r"\d[\d,]*" if name == "chars" else r"[^\n]+?"
-        pattern += f"(?P<{name}>{field})" + re.escape(literal)
-    return re.compile(pattern)
 
 
 _SPILL = spill_pattern()

@@ -55,6 +55,7 @@ from flower.core.handoff import (
 )
 from flower.core.resilience import RetryPolicy, classify, wait_for_endpoint
 from flower.core.steps import StepResult, append_manifest
+from flower.core.tracing import traced
 from flower.errors import ConfigError
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
@@ -187,7 +188,9 @@ class Runtime:
         self._interrupt = None  # an interrupt that arrived after the last step ended is void
         if self.workbench is not None:
             self.workbench.refresh()
-        emit(on_event, Event("step", step, payload={"phase": "start", "resume": resume}))
+        on_event = traced(on_event)  # B-14: spans from the events, when a tracer provider is configured
+        emit(on_event, Event("step", step, payload={"phase": "start", "resume": resume, "agent_name": spec.name,
+                                                    "model": spec.model, "run_id": self.run_id}))
         meter = ContextMeter()
         tally = _Tally()
         session, last = await self._drive(spec, prompt, step, resume, fork, meter, tally, on_event)
@@ -200,7 +203,9 @@ class Runtime:
             duration=round(time.monotonic() - clock, 3),
         )
         self._record(result, spec)
-        emit(on_event, Event("step", step, payload={"phase": "end", "ok": result.ok, "cost_usd": result.cost_usd}))
+        emit(on_event, Event("step", step, payload={"phase": "end", "ok": result.ok, "cost_usd": result.cost_usd,
+                                                    "error": result.error, "turns": result.num_turns,
+                                                    "session_id": result.session_id, "context": result.context}))
         return result
 
     def run_sync(self, spec: AgentSpec, prompt: str, **kwargs: Any) -> StepResult:
