@@ -116,12 +116,26 @@ def cli() -> None:
 @click.option("--prompt", "-p", default=None, help="The task; read from stdin when absent (or '-').")
 @store_option
 @click.option("--resume", default=None, metavar="SESSION", help="Continue this session.")
+@click.option("--model", "-m", default=None, help="Model id or alias (overrides the spec's).")
+@click.option("--budget", type=float, default=None, metavar="USD",
+              help="Stop cleanly once a query has spent this much (the spec's max_budget_usd).")
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON lines instead of the live view.")
+@click.option("--otlp", default=None, metavar="URL", envvar="FLOWER_OTLP",
+              help="Send OpenTelemetry spans to this OTLP/HTTP collector (needs the otel extra; env FLOWER_OTLP).")
 def run(
-    target: str, workspace: str, run_dir: str, prompt: str | None, store: str | None, resume: str | None
+    target: str, workspace: str, run_dir: str, prompt: str | None, store: str | None, resume: str | None,
+    model: str | None = None, budget: float | None = None, as_json: bool = False, otlp: str | None = None,
 ) -> None:
     """Run an AgentSpec (or a zero-argument callable returning one) with live progress."""
+    import dataclasses
+
     spec = load_spec(target)
-    execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume)
+    if budget is not None and budget <= 0:
+        _fail(f"--budget must be positive, not {budget}")
+    changes = {k: v for k, v in (("model", model), ("max_budget_usd", budget)) if v is not None}
+    spec = dataclasses.replace(spec, **changes) if changes else spec
+    execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
+            otlp=otlp, as_json=as_json)
 
 
 @cli.command()
@@ -138,6 +152,10 @@ def run(
 )
 @click.option("--resume", default=None, metavar="SESSION", help="Continue this session.")
 @_common(workspace_option, run_dir_option, store_option)
+@click.option("--model", "-m", default=None, help="Model id or alias (default: the CLI's choice).")
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON lines instead of the live view.")
+@click.option("--otlp", default=None, metavar="URL", envvar="FLOWER_OTLP",
+              help="Send OpenTelemetry spans to this OTLP/HTTP collector (needs the otel extra; env FLOWER_OTLP).")
 def once(
     prompt: str,
     tools: str,
@@ -148,6 +166,9 @@ def once(
     workspace: str,
     run_dir: str,
     store: str | None,
+    model: str | None = None,
+    as_json: bool = False,
+    otlp: str | None = None,
 ) -> None:
     """Run one ad-hoc, non-delegating agent on PROMPT ('-' reads stdin)."""
     from flower.core.spec import AgentSpec
@@ -163,8 +184,10 @@ def once(
         allowed_tools=allowed,
         permission_mode=permission_mode,  # type: ignore[arg-type]  # click.Choice checked it
         max_budget_usd=budget,
+        model=model,
     )
-    execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume)
+    execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
+            otlp=otlp, as_json=as_json)
 
 
 # --- reading runs ---------------------------------------------------------------------------------
