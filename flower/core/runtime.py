@@ -55,6 +55,7 @@ from flower.core.handoff import (
 )
 from flower.core.resilience import RetryPolicy, classify, wait_for_endpoint
 from flower.core.steps import StepResult, append_manifest
+from flower.core.stream import EventStream
 from flower.core.tracing import traced
 from flower.errors import ConfigError
 
@@ -207,6 +208,12 @@ class Runtime:
                                                     "error": result.error, "turns": result.num_turns,
                                                     "session_id": result.session_id, "context": result.context}))
         return result
+
+    def stream(self, spec: AgentSpec, prompt: str, **kwargs: Any) -> EventStream[StepResult]:
+        """`async for event in rt.stream(spec, prompt)`: the step's events as they happen; the
+        `StepResult` is in `.result` afterwards. Takes `run()`'s keywords (an `on_event` still gets them)."""
+        on_event = kwargs.pop("on_event", None)
+        return EventStream(lambda forward: self.run(spec, prompt, on_event=forward, **kwargs), on_event)
 
     def run_sync(self, spec: AgentSpec, prompt: str, **kwargs: Any) -> StepResult:
         """`run()` for code without an event loop."""
