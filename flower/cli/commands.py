@@ -267,6 +267,7 @@ def preview(session_id: str, run_dir: str, store: str | None, as_json: bool, ful
         data = load_session(session_id, base, Path(run_dir))
     finally:
         close_store(base)
+    session_id = data.label  # the full id, when a prefix was given
     recorded = next((row.get("policies") for row in reversed(data.steps)
                      if session_id in (row.get("session_id"), *(row.get("retired") or ()))), None)
     result = build_preview(session_id, data.main[session_id], data.subagents, max_lines=None if full else 12,
@@ -320,6 +321,7 @@ def sessions_show(session_id: str, run_dir: str, store: str | None, as_json: boo
         data = load_session(session_id, base, Path(run_dir))
     finally:
         close_store(base)
+    session_id = data.label  # the full id, when a prefix was given
     result = analyze(data.main, data.subagents, cost_usd=data.cost_usd)
     entries = data.main[session_id]
     info = {
@@ -374,3 +376,9 @@ def demo(ctx: click.Context, root: str | None, html_path: str | None) -> None:
 
 def main() -> None:
     cli(prog_name="flower")
+
+
+# --- commands defined in their own modules --------------------------------------------------------
+from flower.cli.reading import logs  # noqa: E402  (registered last: the module imports nothing from here)
+
+cli.add_command(logs)

@@ -169,7 +169,7 @@ def execute(
 
     import anyio
 
-    from flower.report.rundata import close_store, open_store
+    from flower.report.rundata import close_store, open_store, resolve_session
     from flower.core.runtime import Runtime
     from flower.cli.live import LiveView
     from flower.cli.otel import otlp_tracing
@@ -180,7 +180,12 @@ def execute(
     try:
         find = getattr(runtime.store, "find_session", None)
         if resume and callable(find) and find(resume) is None:
-            raise ConfigError(f"unknown session {resume}: nothing to resume")
+            try:  # a unique prefix of a stored session id names it
+                resume = resolve_session(runtime.store, resume, runtime.run_dir, runtime.workspace)
+            except ConfigError as exc:
+                if "ambiguous" in str(exc):
+                    raise
+                raise ConfigError(f"unknown session {resume}: nothing to resume") from None
         threshold = runtime.threshold(spec)
         with otlp_tracing(otlp, runtime.run_id, spec.name):
             if as_json:
