@@ -256,10 +256,10 @@ def _lines(item: LogItem, full: bool, width: int = 10_000) -> list[tuple[str, st
     pad = "    " * item.depth
     if item.kind == "session":
         d = item.detail
-        what = [f"session {item.text}", f"generation {d.get('generation')}"]
+        parts = [f"session {item.text}", f"generation {d.get('generation')}"]
         if d.get("steps"):
-            what.append(("steps " if len(d["steps"]) > 1 else "step ") + ", ".join(d["steps"]))
-        return [("== " + " | ".join(what), "bold")]
+            parts.append(("steps " if len(d["steps"]) > 1 else "step ") + ", ".join(d["steps"]))
+        return [("== " + " | ".join(parts), "bold")]
     if item.kind == "prompt":
         return [(f"you: {line}" if i == 0 else f"     {line}", "bold green")
                 for i, line in enumerate(_paragraph(item.text, full))]
