@@ -30,3 +30,15 @@ def test_event_readings() -> None:
     assert dispatch_of("Bash", {"input": {}}) is None
     assert usage_of({"usage": {"input_tokens": 3, "cache_read_input_tokens": 5}}) == {
         "input_tokens": 3, "output_tokens": 0, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 0}
+
+
+def test_pricing_follows_the_clis_catalog() -> None:
+    from flower.core.pricing import DEFAULT_TIER, message_cost, tier_for
+
+    assert tier_for("claude-opus-5-5") != tier_for("claude-opus-5")  # the longest id wins
+    assert tier_for("claude-opus-4-1-20250805").input == 15 and tier_for("claude-sonnet-4-5-20250929").input == 3
+    assert tier_for("some-future-model") == DEFAULT_TIER and tier_for(None) == DEFAULT_TIER
+    # measured against the bundled CLI: 1M tokens of each kind on claude-opus-5-5 cost 4 / 20 / 0.2 / 5 USD
+    one = 1_000_000
+    assert [message_cost("claude-opus-5-5", {k: one}) for k in (
+        "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")] == [4, 20, 0.2, 5]
