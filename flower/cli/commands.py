@@ -208,8 +208,11 @@ def once(
 @click.option(
     "--window", type=click.IntRange(min=1), default=None, help="Context window for the threshold (tokens)."
 )
+@click.option("--by", type=click.Choice(["worker", "model", "day", "step"]), default=None,
+              help="Tokens and cost per worker, model, day or step instead of the economics.")
 def report(
-    target: str, as_json: bool, html_path: str | None, store: str | None, run_dir: str, window: int | None
+    target: str, as_json: bool, html_path: str | None, store: str | None, run_dir: str, window: int | None,
+    by: str | None = None,
 ) -> None:
     """The context economics of a run dir or of one session."""
     from flower.report.terminal import print_report
@@ -217,6 +220,17 @@ def report(
     from flower.report.analysis import analyze, report_json
 
     base, data = load_target(target, store, run_dir)
+    if by is not None:
+        from flower.report.breakdown import breakdown, breakdown_json
+        from flower.report.terminal import print_breakdown
+
+        close_store(base)
+        buckets = breakdown(data, by)  # type: ignore[arg-type]  # click.Choice checked it
+        if as_json:
+            click.echo(json.dumps({"target": data.label, **breakdown_json(buckets, by)}, indent=1))  # type: ignore[arg-type]
+        else:
+            print_breakdown(Console(highlight=False), buckets, by, label=data.label)
+        return
     try:
         stats = workbench_stats_of(data)
         result = analyze(
