@@ -80,6 +80,7 @@ def _common(*options: Callable[[Any], Any]) -> Callable[[Any], Any]:
 workspace_option = click.option(
     "--workspace",
     "-w",
+    envvar="FLOWER_WORKSPACE",
     default=".",
     show_default=True,
     type=click.Path(file_okay=False),
@@ -88,6 +89,7 @@ workspace_option = click.option(
 run_dir_option = click.option(
     "--run-dir",
     "-r",
+    envvar="FLOWER_RUN_DIR",
     default="runs",
     show_default=True,
     type=click.Path(file_okay=False),
@@ -106,8 +108,13 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 
 @click.group(cls=FlowerGroup)
 @click.version_option(package_name="flower-runtime")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """flower: long Claude agent runs with a clean coordinator context."""
+    from flower.cli.config import default_map, load_config
+
+    # flag > env > config file (flower.toml or [tool.flower]) > default: click's default_map sits below both.
+    ctx.default_map = {**default_map(load_config()[1]), **(ctx.default_map or {})}
 
 
 @cli.command()
@@ -116,7 +123,8 @@ def cli() -> None:
 @click.option("--prompt", "-p", default=None, help="The task; read from stdin when absent (or '-').")
 @store_option
 @click.option("--resume", default=None, metavar="SESSION", help="Continue this session.")
-@click.option("--model", "-m", default=None, help="Model id or alias (overrides the spec's).")
+@click.option("--model", "-m", default=None, envvar="FLOWER_MODEL",
+              help="Model id or alias (overrides the spec's; env FLOWER_MODEL).")
 @click.option("--budget", type=float, default=None, metavar="USD",
               help="Stop cleanly once a query has spent this much (the spec's max_budget_usd).")
 @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON lines instead of the live view.")
@@ -152,7 +160,8 @@ def run(
 )
 @click.option("--resume", default=None, metavar="SESSION", help="Continue this session.")
 @_common(workspace_option, run_dir_option, store_option)
-@click.option("--model", "-m", default=None, help="Model id or alias (default: the CLI's choice).")
+@click.option("--model", "-m", default=None, envvar="FLOWER_MODEL",
+              help="Model id or alias (default: the CLI's choice; env FLOWER_MODEL).")
 @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON lines instead of the live view.")
 @click.option("--otlp", default=None, metavar="URL", envvar="FLOWER_OTLP",
               help="Send OpenTelemetry spans to this OTLP/HTTP collector (needs the otel extra; env FLOWER_OTLP).")
@@ -393,6 +402,7 @@ def main() -> None:
 
 
 # --- commands defined in their own modules --------------------------------------------------------
-from flower.cli.reading import logs  # noqa: E402  (registered last: the module imports nothing from here)
+from flower.cli.reading import config, logs  # noqa: E402  (registered last: it imports nothing from here)
 
 cli.add_command(logs)
+cli.add_command(config)

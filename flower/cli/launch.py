@@ -174,9 +174,16 @@ def execute(
     from flower.cli.live import LiveView
     from flower.cli.otel import otlp_tracing
 
+    from flower.cli.config import resolve, setting
+    from flower.core.handoff import HandoffPolicy
+
     check_credentials(os.environ)
+    settings = resolve()  # env > config file > default for what has no flag
+    window = next(r for r in settings if r["name"] == "window")
+    handoff = HandoffPolicy(window=window["value"]) if window["source"] not in ("default", "env FLOWER_WINDOW") else True
     base = open_store(store, None, create=True) if store else None
-    runtime = Runtime(workspace, run_dir=run_dir, store=base, env=cli_env())
+    runtime = Runtime(workspace, run_dir=run_dir, store=base, env=cli_env(), handoff=handoff,
+                      trim=bool(setting("trim", settings)), spill_threshold=setting("spill_threshold", settings))
     try:
         find = getattr(runtime.store, "find_session", None)
         if resume and callable(find) and find(resume) is None:

@@ -1,4 +1,4 @@
-"""`flower logs`: read a run's conversation back (issue #18).
+"""`flower logs` (read a run's conversation back) and `flower config` (issue #18).
 
 Defined apart from `flower.cli.commands` (which registers it), so the command modules stay small.
 """
@@ -10,7 +10,7 @@ import os
 import click
 from rich.console import Console
 
-__all__ = ["logs"]
+__all__ = ["config", "logs"]
 
 
 @click.command()
@@ -39,3 +39,29 @@ def logs(target: str, as_json: bool, full: bool, last: int | None, run_dir: str,
     render_logs(Console(highlight=False), items, full=full, last=last)
 
 
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
+def config(as_json: bool) -> None:
+    """Each setting's value and where it comes from: flag > env > config file > default."""
+    import json
+
+    from rich import box
+    from rich.table import Table
+
+    from flower.cli.config import find_config, resolve
+
+    rows = resolve()
+    found = find_config()
+    if as_json:
+        click.echo(json.dumps({"file": str(found[0]) if found else None, "settings": rows}, indent=1, default=str))
+        return
+    console = Console(highlight=False)
+    click.echo(f"config file: {found[0] if found else 'none (flower.toml or [tool.flower] in pyproject.toml)'}")
+    table = Table(show_edge=False, pad_edge=False, box=box.SIMPLE_HEAD)
+    for column in ("setting", "value", "from"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["name"], "-" if row["value"] is None else str(row["value"]), row["source"])
+    console.print(table)
