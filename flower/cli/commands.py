@@ -406,3 +406,7 @@ from flower.cli.reading import config, logs  # noqa: E402  (registered last: it 
 
 cli.add_command(logs)
 cli.add_command(config)
+
+from flower.cli.testing_cmd import testing  # noqa: E402
+
+cli.add_command(testing)
