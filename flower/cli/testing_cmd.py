@@ -19,6 +19,7 @@ and never changes HOME or the proxy of the shell that evaluates it (only NO_PROX
 from __future__ import annotations
 
 import shlex
+import sys
 import tempfile
 import threading
 import time
@@ -75,7 +76,7 @@ def serve(script_file: Path, port: int, home: Path | None, until_done: bool) -> 
     home = home or Path(tempfile.mkdtemp(prefix="flower-serve-"))
     for name, value in serve_env(api, home).items():
         click.echo(f"export {name}={shlex.quote(value)}")
-    click.get_text_stream("stdout").flush()
+    sys.stdout.flush()  # the exports must reach a pipe before the server blocks
     click.echo(f"# flower testing: serving {script_file} on {api.base_url}; Ctrl-C stops", err=True)
     stop = threading.Event()
     try:
