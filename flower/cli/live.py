@@ -21,7 +21,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -31,7 +30,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from flower.core import texts
+from flower.core.eventinfo import spill_pattern, usage_of
+from flower.core.pricing import message_cost
 from flower.core.events import Event
 from flower.core.handoff import message_context
 from flower.report.text import fit, format_elapsed, format_tokens, sanitize
@@ -39,17 +39,6 @@ from flower.report.text import fit, format_elapsed, format_tokens, sanitize
 __all__ = ["LiveView", "spill_pattern"]
 
 log = logging.getLogger(__name__)
-
-
-def spill_pattern(template: str = texts.SPILL_POINTER) -> re.Pattern[str]:
-    """A regex for the pointer line a spill leaves, built from its template (placeholders match anything)."""
-    parts = re.split(r"\{[a-z_]+\}", template)
-    names = re.findall(r"\{([a-z_]+)\}", template)
-    pattern = re.escape(parts[0])
-    for name, literal in zip(names, parts[1:]):
-        field = r"\d[\d,]*" if name == "chars" else r"[^\n]+?"
-        pattern += f"(?P<{name}>{field})" + re.escape(literal)
-    return re.compile(pattern)
 
 
 _SPILL = spill_pattern()
@@ -102,6 +91,12 @@ class LiveView:
         self.spills = 0
         self.spilled_chars = 0
         self.cost = 0.0
+        self.pending = 0.0
+        """Cost of the API messages seen since the last result, priced as the CLI prices them (B-12)."""
+        self.worker_costs: dict[str, float] = {}
+        """Estimated cost by worker type (from each subagent API message's usage)."""
+        self._priced: set[str] = set()
+        self._workers: dict[str, str] = {}
         self.turns = 0
         self.step = ""
         self._clock = clock
@@ -163,7 +158,8 @@ class LiveView:
         )
         return fit(
             f"context {format_tokens(used)} / {limit}{share} | subagents {agents} | "
-            f"spills {self.spills} | ${self.cost:.4f} | {format_elapsed(self._clock() - self.started)}",
+            f"spills {self.spills} | ${self.cost + self.pending:.4f} | "
+            f"{format_elapsed(self._clock() - self.started)}",
             self.width,
         )
 
@@ -181,6 +177,7 @@ class LiveView:
         handler = getattr(self, f"_on_{event.kind}", None)
         if event.on_main:
             self._observe_context(event.payload)
+        self._price(event)
         if handler is not None:
             handler(event)
 
@@ -190,6 +187,20 @@ class LiveView:
             value = message_context(payload.get("usage"))
         if isinstance(value, int) and value > 0:
             self.context = value
+
+    def _price(self, event: Event) -> None:
+        """Add the cost of an API message the first time one of its events arrives."""
+        message_id = event.payload.get("message_id")
+        if not isinstance(message_id, str) or message_id in self._priced or "usage" not in event.payload:
+            return
+        self._priced.add(message_id)
+        model = event.payload.get("model")
+        cost = message_cost(model if isinstance(model, str) else None, usage_of(event.payload))
+        self.pending += cost
+        agent = str(event.payload.get("agent", "main"))
+        if agent != "main":
+            worker = self._workers.get(agent, "subagent")
+            self.worker_costs = {**self.worker_costs, worker: self.worker_costs.get(worker, 0.0) + cost}
 
     def _on_step(self, event: Event) -> None:
         phase = event.payload.get("phase")
@@ -202,6 +213,7 @@ class LiveView:
             cost = event.payload.get("cost_usd")
             if isinstance(cost, (int, float)):
                 self.cost = self._step_base + float(cost)
+                self.pending = 0.0
             self._status_if_plain()
 
     def _on_tool_call(self, event: Event) -> None:
@@ -215,11 +227,13 @@ class LiveView:
                 f"{data.get('subagent_type') or 'subagent'}: {data.get('description') or ''}"
             ).strip()
             self.subagents = {**self.subagents, call_id: fit(label, 40)}
+            self._workers[call_id] = sanitize(str(data.get("subagent_type") or "subagent"))
             self.say(f"> dispatch {label}", "magenta")
         elif event.on_main:
             self.say(f"* {event.tool} {summary}", "cyan")
         else:
-            self.say(f"  | * {event.tool} {summary}", "dim")
+            worker = self._workers.get(str(event.payload.get("agent")), "")
+            self.say(f"  | {worker + ' ' if worker else ''}* {event.tool} {summary}", "dim")
 
     def _on_tool_result(self, event: Event) -> None:
         call_id = str(event.payload.get("id") or "")
@@ -233,7 +247,9 @@ class LiveView:
         if call_id in self.subagents:
             label = self.subagents[call_id]
             self.subagents = {k: v for k, v in self.subagents.items() if k != call_id}
-            self.say(f"+ {label} returned ({len(event.text or ''):,} chars)", "green")
+            worker = self._workers.get(call_id, "")
+            spent = f", ${self.worker_costs[worker]:.4f} so far for {worker}" if worker in self.worker_costs else ""
+            self.say(f"+ {label} returned ({len(event.text or ''):,} chars{spent})", "green")
         elif event.payload.get("is_error"):
             first = (event.text or "").strip().splitlines()[0] if (event.text or "").strip() else ""
             self.say(f"{gutter}x {self._tools.get(call_id, 'tool')} failed: {first}", "red")
@@ -262,6 +278,7 @@ class LiveView:
             session = str(event.payload.get("session_id") or "")
             self.cost += max(0.0, float(cost) - self._session_costs.get(session, 0.0))
             self._session_costs[session] = float(cost)
+            self.pending = 0.0  # the CLI's own figure replaces the estimate
 
     def _on_error(self, event: Event) -> None:
         self.say(f"x error: {event.text}", "red")

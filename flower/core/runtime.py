@@ -71,6 +71,8 @@ from flower.core.steps import StepResult, append_manifest
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
 from functools import partial
 from flower.core.dispatch import Rewrite, check_isolation, dispatch_guard, isolated_types, isolation_input
+from flower.core.stream import EventStream
+from flower.core.tracing import traced
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
@@ -140,7 +142,7 @@ _SAMPLES = 5
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")  # orders steps finer than a second
 
 
 def _deterministic(exc: BaseException) -> bool:
@@ -247,7 +249,9 @@ class Runtime:
         check_isolation(spec, self.workspace)
         if self.workbench is not None:
             self.workbench.refresh()
-        emit(on_event, Event("step", step, payload={"phase": "start", "resume": resume}))
+        on_event = traced(on_event)  # B-14: spans from the events, when a tracer provider is configured
+        emit(on_event, Event("step", step, payload={"phase": "start", "resume": resume, "agent_name": spec.name,
+                                                    "model": spec.model, "run_id": self.run_id}))
         meter = ContextMeter()
         tally = _Tally()
         if resume is not None and resume not in self._session_costs:
@@ -263,8 +267,16 @@ class Runtime:
             tool_error_samples=tuple(tally.tool_error_samples),
         )
         self._record(result, spec)
-        emit(on_event, Event("step", step, payload={"phase": "end", "ok": result.ok, "cost_usd": result.cost_usd}))
+        emit(on_event, Event("step", step, payload={"phase": "end", "ok": result.ok, "cost_usd": result.cost_usd,
+                                                    "error": result.error, "turns": result.num_turns,
+                                                    "session_id": result.session_id, "context": result.context}))
         return result
+
+    def stream(self, spec: AgentSpec, prompt: str, **kwargs: Any) -> EventStream[StepResult]:
+        """`async for event in rt.stream(spec, prompt)`: the step's events as they happen; the
+        `StepResult` is in `.result` afterwards. Takes `run()`'s keywords (an `on_event` still gets them)."""
+        on_event = kwargs.pop("on_event", None)
+        return EventStream(lambda forward: self.run(spec, prompt, on_event=forward, **kwargs), on_event)
 
     def run_sync(self, spec: AgentSpec, prompt: str, **kwargs: Any) -> StepResult:
         """`run()` for code without an event loop."""

@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio
 
+from flower.core import texts
 from flower.errors import ConfigError, StoreError
 from flower.stores.jsonl import decode_line
 
@@ -35,7 +36,9 @@ __all__ = [
     "load_session",
     "open_store",
     "read_manifest",
+    "resolve_session",
     "session_rows",
+    "strip_listing",
 ]
 
 Entry = dict[str, Any]
@@ -235,8 +238,36 @@ def load_run(run_dir: Path, store: Any, *, own_store: bool) -> RunData:
     return _finish(data)
 
 
+def resolve_session(store: Any, ref: str, run_dir: Path | None = None, workspace: Path | None = None) -> str:
+    """The full session id `ref` names: itself, or the one stored session id it is a prefix of (the
+    8-character ids tables show). An unknown id or an ambiguous prefix is a `ConfigError` naming the
+    candidates."""
+    ref = ref.strip()
+    if not ref:
+        raise ConfigError("empty session id")
+    find = getattr(store, "find_session", None)
+    if callable(find) and find(ref) is not None:
+        return ref
+    steps = read_manifest(run_dir) if run_dir is not None and run_dir.is_dir() else []
+    data = RunData("sessions", run_dir, steps, workspace=workspace)
+    known = {s for row in steps for s in _row_sessions(row)}
+    for project in _project_keys(store, data):
+        known.update(item["session_id"] for item in anyio.run(store.list_sessions, project))
+    matches = sorted(s for s in known if s.startswith(ref))
+    if callable(find):
+        matches = [s for s in matches if find(s) is not None]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ConfigError(f"unknown session {ref} in {_describe(store)}")
+    shown = ", ".join(matches[:6]) + (f" and {len(matches) - 6} more" if len(matches) > 6 else "")
+    raise ConfigError(f"session prefix {ref} is ambiguous: {shown}")
+
+
 def load_session(session: str, store: Any, run_dir: Path | None) -> RunData:
-    """One session and its subagents (manifest rows from `run_dir` when it has one)."""
+    """One session and its subagents (manifest rows from `run_dir` when it has one); `session` may be a
+    unique prefix of the id."""
+    session = resolve_session(store, session, run_dir)
     rows = read_manifest(run_dir) if run_dir is not None and run_dir.is_dir() else []
     data = RunData(session, run_dir, [row for row in rows if session in _row_sessions(row)])
     if not _add_session(data, store, session):
@@ -278,8 +309,17 @@ def session_rows(store: Any, run_dir: Path | None, workspace: Path | None) -> li
     return rows
 
 
+def strip_listing(text: str) -> str:
+    """A first user message without the workbench listing the runtime put in front of it (B-3)."""
+    head = texts.WORKBENCH_LISTING_HEAD.split("{", 1)[0]
+    if text.startswith(head) and "\n\n" in text:
+        return text.split("\n\n", 1)[1]
+    return text
+
+
 def first_prompt(entries: Sequence[Entry]) -> str:
-    """The first prompt of a transcript (string content of the first user entry), or ""."""
+    """The user's first prompt in a transcript (the first user entry with string content, without the
+    workbench listing in front of it), or ""."""
     for entry in entries:
         message = entry.get("message")
         if (
@@ -287,7 +327,7 @@ def first_prompt(entries: Sequence[Entry]) -> str:
             and isinstance(message, Mapping)
             and isinstance(message.get("content"), str)
         ):
-            return str(message["content"])
+            return strip_listing(str(message["content"]))
     return ""
 
 
