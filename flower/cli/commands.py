@@ -80,6 +80,7 @@ def _common(*options: Callable[[Any], Any]) -> Callable[[Any], Any]:
 workspace_option = click.option(
     "--workspace",
     "-w",
+    envvar="FLOWER_WORKSPACE",
     default=".",
     show_default=True,
     type=click.Path(file_okay=False),
@@ -88,6 +89,7 @@ workspace_option = click.option(
 run_dir_option = click.option(
     "--run-dir",
     "-r",
+    envvar="FLOWER_RUN_DIR",
     default="runs",
     show_default=True,
     type=click.Path(file_okay=False),
@@ -106,8 +108,13 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 
 @click.group(cls=FlowerGroup)
 @click.version_option(package_name="flower-runtime")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """flower: long Claude agent runs with a clean coordinator context."""
+    from flower.cli.config import default_map, load_config
+
+    # flag > env > config file (flower.toml or [tool.flower]) > default: click's default_map sits below both.
+    ctx.default_map = {**default_map(load_config()[1]), **(ctx.default_map or {})}
 
 
 @cli.command()
@@ -116,12 +123,27 @@ def cli() -> None:
 @click.option("--prompt", "-p", default=None, help="The task; read from stdin when absent (or '-').")
 @store_option
 @click.option("--resume", default=None, metavar="SESSION", help="Continue this session.")
+@click.option("--model", "-m", default=None, envvar="FLOWER_MODEL",
+              help="Model id or alias (overrides the spec's; env FLOWER_MODEL).")
+@click.option("--budget", type=float, default=None, metavar="USD",
+              help="Stop cleanly once a query has spent this much (the spec's max_budget_usd).")
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON lines instead of the live view.")
+@click.option("--otlp", default=None, metavar="URL", envvar="FLOWER_OTLP",
+              help="Send OpenTelemetry spans to this OTLP/HTTP collector (needs the otel extra; env FLOWER_OTLP).")
 def run(
-    target: str, workspace: str, run_dir: str, prompt: str | None, store: str | None, resume: str | None
+    target: str, workspace: str, run_dir: str, prompt: str | None, store: str | None, resume: str | None,
+    model: str | None = None, budget: float | None = None, as_json: bool = False, otlp: str | None = None,
 ) -> None:
     """Run an AgentSpec (or a zero-argument callable returning one) with live progress."""
+    import dataclasses
+
     spec = load_spec(target)
-    execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume)
+    if budget is not None and budget <= 0:
+        _fail(f"--budget must be positive, not {budget}")
+    changes = {k: v for k, v in (("model", model), ("max_budget_usd", budget)) if v is not None}
+    spec = dataclasses.replace(spec, **changes) if changes else spec
+    execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
+            otlp=otlp, as_json=as_json)
 
 
 @cli.command()
@@ -138,6 +160,11 @@ def run(
 )
 @click.option("--resume", default=None, metavar="SESSION", help="Continue this session.")
 @_common(workspace_option, run_dir_option, store_option)
+@click.option("--model", "-m", default=None, envvar="FLOWER_MODEL",
+              help="Model id or alias (default: the CLI's choice; env FLOWER_MODEL).")
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON lines instead of the live view.")
+@click.option("--otlp", default=None, metavar="URL", envvar="FLOWER_OTLP",
+              help="Send OpenTelemetry spans to this OTLP/HTTP collector (needs the otel extra; env FLOWER_OTLP).")
 def once(
     prompt: str,
     tools: str,
@@ -148,6 +175,9 @@ def once(
     workspace: str,
     run_dir: str,
     store: str | None,
+    model: str | None = None,
+    as_json: bool = False,
+    otlp: str | None = None,
 ) -> None:
     """Run one ad-hoc, non-delegating agent on PROMPT ('-' reads stdin)."""
     from flower.core.spec import AgentSpec
@@ -163,8 +193,10 @@ def once(
         allowed_tools=allowed,
         permission_mode=permission_mode,  # type: ignore[arg-type]  # click.Choice checked it
         max_budget_usd=budget,
+        model=model,
     )
-    execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume)
+    execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
+            otlp=otlp, as_json=as_json)
 
 
 # --- reading runs ---------------------------------------------------------------------------------
@@ -185,8 +217,11 @@ def once(
 @click.option(
     "--window", type=click.IntRange(min=1), default=None, help="Context window for the threshold (tokens)."
 )
+@click.option("--by", type=click.Choice(["worker", "model", "day", "step"]), default=None,
+              help="Tokens and cost per worker, model, day or step instead of the economics.")
 def report(
-    target: str, as_json: bool, html_path: str | None, store: str | None, run_dir: str, window: int | None
+    target: str, as_json: bool, html_path: str | None, store: str | None, run_dir: str, window: int | None,
+    by: str | None = None,
 ) -> None:
     """The context economics of a run dir or of one session."""
     from flower.report.terminal import print_report
@@ -194,6 +229,17 @@ def report(
     from flower.report.analysis import analyze, report_json
 
     base, data = load_target(target, store, run_dir)
+    if by is not None:
+        from flower.report.breakdown import breakdown, breakdown_json
+        from flower.report.terminal import print_breakdown
+
+        close_store(base)
+        buckets = breakdown(data, by)  # type: ignore[arg-type]  # click.Choice checked it
+        if as_json:
+            click.echo(json.dumps({"target": data.label, **breakdown_json(buckets, by)}, indent=1))  # type: ignore[arg-type]
+        else:
+            print_breakdown(Console(highlight=False), buckets, by, label=data.label)
+        return
     try:
         stats = workbench_stats_of(data)
         result = analyze(
@@ -244,6 +290,7 @@ def preview(session_id: str, run_dir: str, store: str | None, as_json: bool, ful
         data = load_session(session_id, base, Path(run_dir))
     finally:
         close_store(base)
+    session_id = data.label  # the full id, when a prefix was given
     recorded = next((row.get("policies") for row in reversed(data.steps)
                      if session_id in (row.get("session_id"), *(row.get("retired") or ()))), None)
     result = build_preview(session_id, data.main[session_id], data.subagents, max_lines=None if full else 12,
@@ -297,6 +344,7 @@ def sessions_show(session_id: str, run_dir: str, store: str | None, as_json: boo
         data = load_session(session_id, base, Path(run_dir))
     finally:
         close_store(base)
+    session_id = data.label  # the full id, when a prefix was given
     result = analyze(data.main, data.subagents, cost_usd=data.cost_usd)
     entries = data.main[session_id]
     info = {
@@ -370,3 +418,12 @@ from flower.cli.human import answer, asks, say  # noqa: E402
 cli.add_command(asks)
 cli.add_command(answer)
 cli.add_command(say)
+# --- commands defined in their own modules --------------------------------------------------------
+from flower.cli.reading import config, logs  # noqa: E402  (registered last: it imports nothing from here)
+
+cli.add_command(logs)
+cli.add_command(config)
+
+from flower.cli.testing_cmd import testing  # noqa: E402
+
+cli.add_command(testing)

@@ -143,35 +143,74 @@ def read_prompt(prompt: str | None) -> str:
 def _summary(result: Any, threshold: int | None, run_dir: Path) -> str:
     from flower.report.text import format_elapsed, format_tokens
 
-    mark = "+ done" if result.ok else "x failed"
+    tool_errors = getattr(result, "tool_errors", 0)
+    mark = "x failed" if not result.ok else f"! done with {tool_errors} tool errors" if tool_errors else "+ done"
     limit = f"/{format_tokens(threshold)}" if threshold else ""
-    return (
+    line = (
         f"{mark} {result.step} | ${result.cost_usd:.4f} | {result.num_turns} turns | "
         f"{format_elapsed(result.duration)} | context {format_tokens(result.context)}{limit} | "
         f"session {result.session_id or '-'} | run dir {run_dir}"
     )
+    samples = getattr(result, "tool_error_samples", ())
+    return "\n".join([line, *(f"  tool error: {sample}" for sample in samples)])
+
+
+def event_json(event: Any) -> str:
+    """One event as a JSON line (`--json`)."""
+    import json
+
+    return json.dumps({"kind": event.kind, "text": event.text, "tool": event.tool, "payload": dict(event.payload)},
+                      default=str, ensure_ascii=False)
 
 
 def execute(
-    spec: Any, prompt: str, *, workspace: str, run_dir: str, store: str | None, resume: str | None
+    spec: Any, prompt: str, *, workspace: str, run_dir: str, store: str | None, resume: str | None,
+    otlp: str | None = None, as_json: bool = False,
 ) -> None:
+    import dataclasses
+    import json
+
     import anyio
 
-    from flower.report.rundata import close_store, open_store
+    from flower.report.rundata import close_store, open_store, resolve_session
     from flower.core.runtime import Runtime
     from flower.cli.live import LiveView
+    from flower.cli.otel import otlp_tracing
+
+    from flower.cli.config import resolve, setting
+    from flower.core.handoff import HandoffPolicy
 
     check_credentials(os.environ)
+    settings = resolve()  # env > config file > default for what has no flag
+    window = next(r for r in settings if r["name"] == "window")
+    handoff = HandoffPolicy(window=window["value"]) if window["source"] not in ("default", "env FLOWER_WINDOW") else True
     base = open_store(store, None, create=True) if store else None
-    runtime = Runtime(workspace, run_dir=run_dir, store=base, env=cli_env())
+    runtime = Runtime(workspace, run_dir=run_dir, store=base, env=cli_env(), handoff=handoff,
+                      trim=bool(setting("trim", settings)), spill_threshold=setting("spill_threshold", settings))
     try:
         find = getattr(runtime.store, "find_session", None)
         if resume and callable(find) and find(resume) is None:
-            raise ConfigError(f"unknown session {resume}: nothing to resume")
+            try:  # a unique prefix of a stored session id names it
+                resume = resolve_session(runtime.store, resume, runtime.run_dir, runtime.workspace)
+            except ConfigError as exc:
+                if "ambiguous" in str(exc):
+                    raise
+                raise ConfigError(f"unknown session {resume}: nothing to resume") from None
         threshold = runtime.threshold(spec)
-        with LiveView(threshold=threshold, console=Console(highlight=False)) as view:
-            result = anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=view.update))
-        click.echo(_summary(result, threshold, runtime.run_dir))
+        with otlp_tracing(otlp, runtime.run_id, spec.name):
+            if as_json:
+                def print_event(event: Any) -> None:
+                    click.echo(event_json(event))
+
+                result = anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=print_event))
+            else:
+                with LiveView(threshold=threshold, console=Console(highlight=False)) as view:
+                    result = anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=view.update))
+        if as_json:
+            click.echo(json.dumps({"kind": "summary", "run_dir": str(runtime.run_dir),
+                                   **dataclasses.asdict(result)}, default=str))
+        else:
+            click.echo(_summary(result, threshold, runtime.run_dir))
     finally:
         close_store(runtime.store)
     if not result.ok:

@@ -21,7 +21,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -31,7 +30,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from flower.core import texts
+from flower.core.eventinfo import spill_pattern, usage_of
+from flower.core.pricing import message_cost
 from flower.core.events import Event
 from flower.core.handoff import message_context
 from flower.report.text import fit, format_elapsed, format_tokens, sanitize
@@ -39,17 +39,6 @@ from flower.report.text import fit, format_elapsed, format_tokens, sanitize
 __all__ = ["LiveView", "spill_pattern"]
 
 log = logging.getLogger(__name__)
-
-
-def spill_pattern(template: str = texts.SPILL_POINTER) -> re.Pattern[str]:
-    """A regex for the pointer line a spill leaves, built from its template (placeholders match anything)."""
-    parts = re.split(r"\{[a-z_]+\}", template)
-    names = re.findall(r"\{([a-z_]+)\}", template)
-    pattern = re.escape(parts[0])
-    for name, literal in zip(names, parts[1:]):
-        field = r"\d[\d,]*" if name == "chars" else r"[^\n]+?"
-        pattern += f"(?P<{name}>{field})" + re.escape(literal)
-    return re.compile(pattern)
 
 
 _SPILL = spill_pattern()
@@ -102,12 +91,19 @@ class LiveView:
         self.spills = 0
         self.spilled_chars = 0
         self.cost = 0.0
+        self.pending = 0.0
+        """Cost of the API messages seen since the last result, priced as the CLI prices them (B-12)."""
+        self.worker_costs: dict[str, float] = {}
+        """Estimated cost by worker type (from each subagent API message's usage)."""
+        self._priced: set[str] = set()
+        self._workers: dict[str, str] = {}
         self.turns = 0
         self.step = ""
         self._clock = clock
         self.started = clock()
         self._step_base = 0.0
         self._tools: dict[str, str] = {}
+        self._session_costs: dict[str, float] = {}
         self._lock = threading.RLock()
         self._live: Live | None = None
 
@@ -162,7 +158,8 @@ class LiveView:
         )
         return fit(
             f"context {format_tokens(used)} / {limit}{share} | subagents {agents} | "
-            f"spills {self.spills} | ${self.cost:.4f} | {format_elapsed(self._clock() - self.started)}",
+            f"spills {self.spills} | ${self.cost + self.pending:.4f} | "
+            f"{format_elapsed(self._clock() - self.started)}",
             self.width,
         )
 
@@ -180,6 +177,7 @@ class LiveView:
         handler = getattr(self, f"_on_{event.kind}", None)
         if event.on_main:
             self._observe_context(event.payload)
+        self._price(event)
         if handler is not None:
             handler(event)
 
@@ -189,6 +187,20 @@ class LiveView:
             value = message_context(payload.get("usage"))
         if isinstance(value, int) and value > 0:
             self.context = value
+
+    def _price(self, event: Event) -> None:
+        """Add the cost of an API message the first time one of its events arrives."""
+        message_id = event.payload.get("message_id")
+        if not isinstance(message_id, str) or message_id in self._priced or "usage" not in event.payload:
+            return
+        self._priced.add(message_id)
+        model = event.payload.get("model")
+        cost = message_cost(model if isinstance(model, str) else None, usage_of(event.payload))
+        self.pending += cost
+        agent = str(event.payload.get("agent", "main"))
+        if agent != "main":
+            worker = self._workers.get(agent, "subagent")
+            self.worker_costs = {**self.worker_costs, worker: self.worker_costs.get(worker, 0.0) + cost}
 
     def _on_step(self, event: Event) -> None:
         phase = event.payload.get("phase")
@@ -201,6 +213,7 @@ class LiveView:
             cost = event.payload.get("cost_usd")
             if isinstance(cost, (int, float)):
                 self.cost = self._step_base + float(cost)
+                self.pending = 0.0
             self._status_if_plain()
 
     def _on_tool_call(self, event: Event) -> None:
@@ -214,11 +227,13 @@ class LiveView:
                 f"{data.get('subagent_type') or 'subagent'}: {data.get('description') or ''}"
             ).strip()
             self.subagents = {**self.subagents, call_id: fit(label, 40)}
+            self._workers[call_id] = sanitize(str(data.get("subagent_type") or "subagent"))
             self.say(f"> dispatch {label}", "magenta")
         elif event.on_main:
             self.say(f"* {event.tool} {summary}", "cyan")
         else:
-            self.say(f"  | * {event.tool} {summary}", "dim")
+            worker = self._workers.get(str(event.payload.get("agent")), "")
+            self.say(f"  | {worker + ' ' if worker else ''}* {event.tool} {summary}", "dim")
 
     def _on_tool_result(self, event: Event) -> None:
         call_id = str(event.payload.get("id") or "")
@@ -232,7 +247,9 @@ class LiveView:
         if call_id in self.subagents:
             label = self.subagents[call_id]
             self.subagents = {k: v for k, v in self.subagents.items() if k != call_id}
-            self.say(f"+ {label} returned ({len(event.text or ''):,} chars)", "green")
+            worker = self._workers.get(call_id, "")
+            spent = f", ${self.worker_costs[worker]:.4f} so far for {worker}" if worker in self.worker_costs else ""
+            self.say(f"+ {label} returned ({len(event.text or ''):,} chars{spent})", "green")
         elif event.payload.get("is_error"):
             first = (event.text or "").strip().splitlines()[0] if (event.text or "").strip() else ""
             self.say(f"{gutter}x {self._tools.get(call_id, 'tool')} failed: {first}", "red")
@@ -255,19 +272,44 @@ class LiveView:
         turns = event.payload.get("turns")
         cost = event.payload.get("cost_usd")
         self.turns += turns if isinstance(turns, int) else 0
-        self.cost += float(cost) if isinstance(cost, (int, float)) else 0.0
+        if isinstance(cost, (int, float)):
+            # The CLI's cost is its session's running total: add what it grew by (the step's end corrects
+            # a resumed session's earlier total).
+            session = str(event.payload.get("session_id") or "")
+            self.cost += max(0.0, float(cost) - self._session_costs.get(session, 0.0))
+            self._session_costs[session] = float(cost)
+            self.pending = 0.0  # the CLI's own figure replaces the estimate
 
     def _on_error(self, event: Event) -> None:
         self.say(f"x error: {event.text}", "red")
 
     def _on_retry(self, event: Event) -> None:
-        kind, delay = event.payload.get("kind"), event.payload.get("delay")
+        """One line per retry, the runtime's or the CLI's own: attempt n/N, the wait and the endpoint."""
+        data = event.payload
+        kind = data.get("kind") or data.get("error_status") or ""
+        delay = data.get("delay")
+        if not isinstance(delay, (int, float)) and isinstance(data.get("retry_delay_ms"), (int, float)):
+            delay = data["retry_delay_ms"] / 1000
+        number, most = data.get("attempt"), data.get("max_attempts") or data.get("max_retries")
+        count = f" {number}/{most}" if number is not None and most is not None else ""
         wait = f" in {delay:.1f}s" if isinstance(delay, (int, float)) else ""
-        self.say(f"~ retry{f' ({kind})' if kind else ''}{wait}: {event.text}", "yellow")
+        where = f" to {data['endpoint']}" if data.get("endpoint") else ""
+        self.say(f"~ retry{count}{f' ({kind})' if kind else ''}{wait}{where}: {event.text}", "yellow")
+
+    def _on_system(self, event: Event) -> None:
+        """Endpoint down/back, the window of the model in use, a model other than the spec's."""
+        subtype = event.payload.get("subtype")
+        if subtype == "window" and isinstance(event.payload.get("threshold"), int):
+            self.threshold = event.payload["threshold"]
+        if subtype in ("endpoint_down", "endpoint_back", "endpoint_gone", "window", "model_mismatch",
+                       "context_warning"):
+            self.say(f"! {event.text}", "green" if subtype == "endpoint_back" else "yellow")
 
     def _on_handoff(self, event: Event) -> None:
         generation, path = event.payload.get("generation"), event.payload.get("path")
-        degraded = " (degraded)" if event.payload.get("degraded") else ""
+        reason = event.payload.get("reason")
+        degraded = f" (degraded: {reason})" if event.payload.get("degraded") and reason else (
+            " (degraded)" if event.payload.get("degraded") else "")
         self.say(f"# handoff{degraded}: generation {generation} continues from {path}", "yellow")
         self.context = None  # a fresh session: unknown until its first reply
         self.subagents = {}

@@ -24,6 +24,7 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
+from flower.core.eventinfo import usage_of
 from flower.core.handoff import message_context
 
 __all__ = ["Event", "EventKind", "OnEvent", "emit", "to_events"]
@@ -71,7 +72,8 @@ def _result_text(block: ToolResultBlock) -> str:
 def _assistant(message: AssistantMessage) -> Iterator[Event]:
     agent = _agent(message)
     # Context of this API message (S-24); the same message may arrive as several SDK messages.
-    usage = {"message_id": message.message_id, "context": message_context(message.usage)}
+    usage = {"message_id": message.message_id, "context": message_context(message.usage),
+             "model": message.model, "usage": usage_of({"usage": message.usage})}
     if message.model == "<synthetic>" and message.error:
         text = " ".join(b.text for b in message.content if isinstance(b, TextBlock))
         yield Event("error", text, payload={"agent": agent, "error": message.error})

@@ -64,7 +64,6 @@ from __future__ import annotations
 import functools
 import glob
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -73,8 +72,9 @@ import bashlex
 from flower.core import texts
 from flower.core.glance_git import GIT_PINS, check_git_words
 from flower.core.glance_options import Args, Refusal as _Refuse, Rule, Word, each_reading, literal as _literal, parse
-from flower.core.glance_paths import device_word, inet_word, special_file
+from flower.core.glance_paths import device_word, inet_word, root_word, special_file
 from flower.core.glance_rules import COMMANDS
+from flower.core.glance_words import GAP as _GAP, KINDS as _KINDS, word as _word
 
 __all__ = [
     "COMMANDS",
@@ -91,126 +91,6 @@ MAX_COMMAND_CHARS = 2000
 """Longer commands are refused without parsing (a glance is short; parsing cost grows with length)."""
 
 
-# --- words -------------------------------------------------------------------------------------
-
-_SIMPLE_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]")
-_GAP = re.compile(r"(?:[ \t\n]|\\\n|#[^\n]*)*")  # bash blanks only: \r is a word character
-_UNEXPECTED_BARE = set("|&;<>()`") | {" ", "\t", "\n"}
-
-
-def _scan(raw: str) -> Word:
-    """Remove quotes from one word's source text the way bash does; refuse forms bashlex may misread."""
-    out: list[str] = []
-    bare: list[bool] = []
-    expands = False
-    i, n = 0, len(raw)
-    while i < n:
-        c = raw[i]
-        if c == "\\":
-            if i + 1 >= n:
-                raise _Refuse("parse")
-            if raw[i + 1] != "\n":
-                out.append(raw[i + 1])
-                bare.append(False)
-            i += 2
-        elif c == "'":
-            j = raw.find("'", i + 1)
-            if j < 0:
-                raise _Refuse("parse")
-            out.extend(raw[i + 1 : j])
-            bare.extend([False] * (j - i - 1))
-            i = j + 1
-        elif c == '"':
-            i, dq_expands = _scan_double(raw, i + 1, out, bare)
-            expands = expands or dq_expands
-        elif c == "$":
-            if raw[i + 1 : i + 2] in ("'", '"', "("):
-                raise _Refuse("construct", _DOLLAR_FORMS[raw[i + 1]])
-            expands = True
-            out.append(c)
-            bare.append(True)
-            i += 1
-        elif c in _UNEXPECTED_BARE:
-            # bash would have ended the word here: bashlex and bash disagree, trust neither.
-            raise _Refuse("construct", "command substitution" if c == "`" else "parse")
-        else:
-            out.append(c)
-            bare.append(True)
-            i += 1
-    # A lone `[` is no glob (bash needs a closing `]`), which keeps `[ -f x ]` a plain command.
-    globbed = any(
-        b and (ch in "*?" or ch == "[" and "]" in out[k:]) for k, (ch, b) in enumerate(zip(out, bare))
-    )
-    # `~+` and `~-` are $PWD and $OLDPWD: parameters in disguise.
-    expands = expands or (len(out) > 1 and out[0] == "~" and bare[0] and out[1] in "+-")
-    return Word("".join(out), not (expands or globbed or _braces(out, bare)), params=expands)
-
-
-_DOLLAR_FORMS = {"'": "`$'...'` quoting", '"': '`$"..."` quoting', "(": "command substitution"}
-
-
-def _scan_double(raw: str, i: int, out: list[str], bare: list[bool]) -> tuple[int, bool]:
-    expands = False
-    while i < len(raw):
-        c = raw[i]
-        if c == '"':
-            return i + 1, expands
-        if c == "\\" and raw[i + 1 : i + 2] in ("$", "`", '"', "\\", "\n"):
-            if raw[i + 1] != "\n":
-                out.append(raw[i + 1])
-                bare.append(False)
-            i += 2
-            continue
-        if c == "`" or (c == "$" and raw[i + 1 : i + 2] in ("(", "'", '"')):
-            raise _Refuse("construct", "command substitution")
-        expands = expands or c == "$"
-        out.append(c)
-        bare.append(False)
-        i += 1
-    raise _Refuse("parse")
-
-
-def _braces(out: list[str], bare: list[bool]) -> bool:
-    """Whether an unquoted `{...}` holding `,` or `..` makes bash split the word (`uniq a{,b}`)."""
-    stack: list[int] = []
-    for k, (ch, b) in enumerate(zip(out, bare)):
-        if b and ch == "{":
-            stack.append(k)
-        elif b and ch == "}" and stack:
-            inner = "".join(out[stack.pop() + 1 : k])
-            if "," in inner or ".." in inner:
-                return True
-    return False
-
-
-def _word(node: object, src: str) -> Word:
-    for part in getattr(node, "parts", None) or ():
-        kind = part.kind
-        if kind == "parameter":
-            if not _SIMPLE_PARAM.fullmatch(getattr(part, "value", "") or ""):
-                raise _Refuse("expansion", src[part.pos[0] : part.pos[1]])
-        elif kind != "tilde":
-            raise _Refuse("construct", _KINDS.get(kind, kind))
-    start, end = node.pos  # type: ignore[attr-defined]
-    word = _scan(src[start:end])
-    return Word(word.value, word.literal, word.params, end)
-
-
-_KINDS = {
-    "commandsubstitution": "command substitution",
-    "processsubstitution": "process substitution",
-    "compound": "a subshell, group or compound command",
-    "function": "a function definition",
-    "for": "a loop",
-    "while": "a loop",
-    "until": "a loop",
-    "if": "an if statement",
-    "case": "a case statement",
-    "assignment": "a variable assignment",
-    "heredoc": "a here-document",
-}
-
-
 # --- command lines -----------------------------------------------------------------------------
 
 _BANNED_LONG = ("--output", "--force")
@@ -221,7 +101,8 @@ class _Found:
     """What judging a glance learned beyond the verdict: the words the wall checks on disk, and where
     each git command takes its pins."""
 
-    paths: list[Word]
+    paths: list[tuple[Word, bool]]
+    """Each word to look up on disk, and whether its command reads what it names."""
     gits: list[tuple[int, list[tuple[int, str]], list[str]]]
     """Per git command: where its pins go, (position, flags) for its subcommand, its `-C` values."""
 
@@ -293,13 +174,13 @@ def _judge_command(node: object, src: str, found: _Found) -> None:
             raise _Refuse("word", flag)
         if inet_word(word.value):
             raise _Refuse("network", f"{head.value} {word.value}")
-        if device_word(word.value, word.literal):
+        if device_word(word.value, word.literal) or (rule.reads and root_word(word.value)):
             raise _Refuse("device", f"{head.value} {word.value}")
         if word.params and not blind:
             # `cat $_`: a parameter can hold any path, `/dev/zero` included.
             raise _Refuse("expansion", f"{head.value} {word.value}")
         if not word.params:
-            found.paths.append(word)
+            found.paths.append((word, rule.reads))
     harden: list[tuple[int, str]] = []
     readings = _apply(rule, head.value, words[1:], head.end, harden)
     if head.value == "git":
@@ -328,7 +209,7 @@ def _check_redirect(node: object, src: str, found: _Found) -> None:
         if word.literal and fd in (None, 0):
             if device_word(word.value):
                 raise _Refuse("network" if inet_word(word.value) else "device", f"< {word.value}")
-            found.paths.append(word)
+            found.paths.append((word, True))
             return
     start, end = node.pos  # type: ignore[attr-defined]
     raise _Refuse("redirect", src[start:end])
@@ -406,12 +287,26 @@ def _analyse(command: str) -> tuple[str | None, _Found]:
 _MAX_DISK_CHECKS = 256
 
 
+MAX_READ_BYTES = 2 << 30
+"""A reader may not open a file larger than this (a sparse terabyte reads for hours)."""
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size if os.path.isfile(path) else 0
+    except OSError:
+        return 0
+
+
 def _on_disk(found: _Found, cwd: str) -> str | None:
     """The wall's look at the filesystem: no word names a FIFO, socket or device (through a symlink or
     a glob), and `git -C` stays below the working directory."""
     checked = 0
-    for word in found.paths:
+    root = os.path.realpath(cwd)
+    for word, reads in found.paths:
         names = [word.value]
+        if word.literal and word.value.startswith("--") and "=" in word.value:
+            names.append(word.value.partition("=")[2])  # `--files0-from=FIFO`
         if not word.literal:
             pattern = os.path.expanduser(word.value) if word.value.startswith("~") else word.value
             names = glob.glob(pattern, root_dir=cwd)[:_MAX_DISK_CHECKS] if "{" not in pattern else []
@@ -423,9 +318,10 @@ def _on_disk(found: _Found, cwd: str) -> str | None:
             checked += 1
             if checked > _MAX_DISK_CHECKS:
                 return texts.GLANCE_WHY["long"]
-            if special_file(name, cwd):
+            if special_file(name, cwd) or (reads and os.path.realpath(os.path.join(cwd, name)) == "/"):
                 return _reason(_Refuse("device", name))
-    root = os.path.realpath(cwd)
+            if reads and _size(os.path.join(cwd, os.path.expanduser(name))) > MAX_READ_BYTES:
+                return _reason(_Refuse("endless", f"{name} (over {MAX_READ_BYTES >> 30} GiB)"))
     for _, _, dirs in found.gits:
         for directory in dirs:
             real = os.path.realpath(os.path.join(cwd, directory))

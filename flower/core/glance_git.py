@@ -21,6 +21,7 @@ their rules use `order="permute"`; git's own options end at the subcommand.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 from dataclasses import replace
 
@@ -29,12 +30,13 @@ from flower.core.glance_options import Args, Refusal, Rule, literal
 __all__ = ["GIT", "GIT_PINS", "GIT_RULE", "check_git_words", "filter_pins"]
 
 GIT_PINS = (
-    "--no-pager -c core.fsmonitor=false -c core.pager=cat -c diff.external= -c log.showSignature=false"
+    "--no-pager --no-optional-locks -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.pager=cat -c diff.external= -c log.showSignature=false"
     " -c gpg.program= -c gpg.ssh.program= -c gpg.x509.program= -c diff.ignoreSubmodules=all"
     " -c status.submoduleSummary=false"
 )
-"""Global settings pinned on every glance git command: no fsmonitor hook, pager, external diff, or
-signature program runs, and submodules (with configs of their own) are not entered."""
+"""Global settings pinned on every glance git command: no fsmonitor hook, pager, external diff, hook
+(an index refresh may fire post-index-change) or signature program runs, the index is not rewritten,
+and submodules (with configs of their own) are not entered."""
 
 _NO_PROGRAMS = "--no-ext-diff --no-textconv"
 
@@ -51,17 +53,16 @@ def filter_pins(directory: str | os.PathLike[str]) -> str:
     names = sorted({key[len("filter.") : key.rindex(".")] for key in listed.split("\0") if key.count(".") >= 2})
     pins = []
     for name in names:
-        if any(ch in name for ch in "'\"\\$`\n ") or name.startswith("-"):
-            continue  # an unquotable name: the glance runs without a pin for it rather than break quoting
-        pins += [f"-c filter.{name}.{key}=" for key in ("clean", "smudge", "process")]
-        pins.append(f"-c filter.{name}.required=false")
+        # A subsection may hold any character but newline: quote each setting for the shell.
+        pins += ["-c " + shlex.quote(f"filter.{name}.{key}=") for key in ("clean", "smudge", "process")]
+        pins.append("-c " + shlex.quote(f"filter.{name}.required=false"))
     return " ".join(pins)
 
 
 def check_git_words(name: str, values: list[str]) -> None:
-    """Refuse `%G` placeholders in any git word: a signature check runs gpg.program."""
+    """Refuse `%G` and `%(signature...)` placeholders in any git word: a signature check runs gpg.program."""
     for value in values:
-        if "%G" in value:
+        if "%G" in value or "%(signature" in value:
             raise Refusal("word", f"{name} %G (signature checks run gpg)")
 
 
@@ -194,7 +195,7 @@ GIT: dict[str, Rule] = {
     ),
     "ls-files": Rule(
         "-c --cached -d --deleted -m --modified -o --others -i --ignored -s --stage -u --unmerged -k"
-        " --killed -z -t -v -f --full-name --recurse-submodules --abbrev=? --error-unmatch --exclude="
+        " --killed -z -t -v -f --full-name --abbrev=? --error-unmatch --exclude="
         " -x= --exclude-from= -X= --exclude-per-directory= --exclude-standard --directory"
         " --no-empty-directory --eol --deduplicate --format= --sparse --with-tree="
     ),
@@ -232,7 +233,7 @@ GIT: dict[str, Rule] = {
         " --count --color=? --no-color --break --heading -p --show-function -W --function-context -A= -B="
         " -C= --after-context= --before-context= --context= -e= -f= --and --or --not --all-match -q"
         " --quiet --cached --untracked --no-index --no-exclude-standard --exclude-standard"
-        " --recurse-submodules --max-depth= -r --recursive --no-recursive -a --text --threads= -m="
+        " --max-depth= -r --recursive --no-recursive -a --text --threads= -m="
         " --max-count= --no-textconv",
         numeric=True, order="permute", extra={"harden": "--no-textconv"},
     ),

@@ -8,6 +8,7 @@ checks close that class:
   every command and every redirection target, in any position (operand, `--opt=VALUE`, `-fVALUE`): a
   path through `/dev` or `/proc` is refused, except `/dev/null` and a few plain `/proc` reports; a glob
   that could match one is refused too.
+- `root_word(value)`: a reader may not start from `/` (recursing, it walks /proc and /dev).
 - `special_file(path, cwd)` runs in the wall only, where the Bash call's working directory is known:
   a word naming an existing path that resolves to anything but a regular file or a directory (a symlink
   to a device, a FIFO, a socket) is refused.
@@ -25,7 +26,7 @@ import re
 import stat
 from pathlib import Path
 
-__all__ = ["device_word", "inet_word", "numeric_local", "special_file"]
+__all__ = ["device_word", "inet_word", "numeric_local", "root_word", "special_file"]
 
 _SAFE_PROC = (
     "cpuinfo meminfo loadavg uptime version stat mounts filesystems partitions swaps diskstats vmstat"
@@ -34,7 +35,7 @@ _SAFE_PROC = (
 _SAFE = re.compile(
     r"/dev/null(?![\w.+-])|/proc/(?:" + "|".join(_SAFE_PROC) + r"|[0-9]+/(?:status|cmdline|limits))(?![\w/.+-])"
 )
-_DEVICE = re.compile(r"/(?:dev|proc)(?![\w.+-])")
+_DEVICE = re.compile(r"/(?:dev|proc)(?![\w.+-])|/sys/kernel/(?:debug|tracing)(?![\w.+-])")
 _INET = re.compile(r"/inet[46]?(?![\w.+-])")
 _GLOB = re.compile(r"[*?[]")
 
@@ -71,6 +72,13 @@ def device_word(value: str, literal: bool = True) -> bool:
         first = re.sub(r"\[[^]]*\]", "?", parts[1])
         return any(fnmatch.fnmatchcase(root, first) for root in ("dev", "proc", "inet", "inet4", "inet6"))
     return False
+
+
+def root_word(value: str) -> bool:
+    """Whether a word names the root directory: a reader recursing from it walks /proc and /dev
+    (`grep -r x /` blocks on /proc/kmsg)."""
+    text = _collapse(value)
+    return text.startswith("/") and os.path.normpath(text) == "/"
 
 
 def special_file(path: str, cwd: str | os.PathLike[str]) -> bool:

@@ -1,4 +1,5 @@
-"""Checkers for the little languages a glance may carry: sed scripts, awk programs, jq filters (S-9).
+"""Checkers for the little languages a glance may carry: sed scripts and awk programs (S-9); jq filters
+have their own module, `flower.core.glance_jq`.
 
 Concept. A program handed to sed, awk or jq is a glance only if it can neither write, run, connect nor
 run without end. Each checker is a small lexer of its language that allows the read-and-print core and
@@ -12,11 +13,8 @@ eats memory):
   (only `for (k in array)`, which visits a finite array), no functions (recursion); `getline` only from
   the main input (`getline < FILE` could open a computed or `/inet/` path), no `ARGV`/`ARGC`/`PROCINFO`
   (which redirect input), printf/sprintf formats must be string literals, no `%*`, no number over six
-  digits (a 1e9-wide field eats memory).
-- jq: an allow-list of builtins that visit their input once; no `def` (recursion), `recurse(f)`,
-  `range`, `repeat`, `while`, `until`, `limit`, `reduce`/`foreach`, no `*` (string repetition), no
-  assignment (`.[1e9] = 1` allocates), no regex functions that loop on empty matches in jq 1.6, no
-  number over six digits, no `import`/`include`.
+  digits (a 1e9-wide field eats memory), no statement that can double a string each time it runs
+  (`s = s s`, two variables joined into one of them, `gsub` into a variable that outlives the record).
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ import re
 from flower.core.glance_options import Refusal
 from flower.core.glance_paths import device_word
 
-__all__ = ["awk_program_ok", "check_awk", "check_jq", "check_sed", "jq_program_ok", "sed_script_ok"]
+__all__ = ["awk_program_ok", "check_awk", "check_sed", "sed_script_ok"]
 
 # --- sed: GNU sed's script grammar ------------------------------------------------------------------
 
@@ -200,6 +198,39 @@ def check_awk(program: str) -> None:
         raise Refusal("loop", "awk")
     if not _awk_lex(program):
         raise Refusal("script", "awk")
+    if _awk_grows(program):
+        raise Refusal("loop", "awk")
+
+
+_AWK_ASSIGN = re.compile(r"\b([A-Za-z_]\w*)\s*(?:\[[^\]=]*\])?\s*=(?!=)")
+_AWK_BUILTIN_VARS = frozenset(
+    "NR NF FNR FS OFS RS ORS FILENAME SUBSEP RSTART RLENGTH CONVFMT OFMT ENVIRON RT IGNORECASE".split()
+)
+_AWK_WORDS = frozenset("in getline print printf if else next exit delete return".split())
+
+
+def _awk_grows(program: str) -> bool:
+    """Whether a statement may double a string each time it runs (`s = s s`, `s = s t` after `t = s`,
+    `gsub(/x/, "&&", s)` on a variable that outlives the record): memory exponential in the input."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', program)
+    text = re.sub(r"([(,~]\s*)/(?:[^/\\\n]|\\.)*/", r"\1//", text)  # regex literals in arguments
+    for match in _AWK_ASSIGN.finditer(text):
+        target = match.group(1)
+        rhs = re.split(r"[;{}\n]", text[match.end():], maxsplit=1)[0]
+        names = [m.group(1) for m in re.finditer(r"(?<![\w$])([A-Za-z_]\w*)\b(?!\s*\()", rhs)]
+        names = [n for n in names if n not in _AWK_BUILTIN_VARS and n not in _AWK_WORDS]
+        if len(names) != len(set(names)) or (target in names and len(names) > 1):
+            return True
+    for match in re.finditer(r"\bg?sub\s*\(", text):
+        depth, i, commas = 1, match.end(), []
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if text[i] == "," and depth == 1:
+                commas.append(i)
+            i += 1
+        if len(commas) >= 2 and not text[commas[1] + 1 : i - 1].strip().startswith("$"):
+            return True  # the third argument is a variable that keeps what the last record made of it
+    return False
 
 
 def _awk_delimited(src: str, i: int, quote: str) -> int:
@@ -290,112 +321,3 @@ def _awk_lex(src: str) -> bool:
             i, operand = i + 1, False
         last_word = word
     return not parens and not want_format
-
-
-# --- jq ------------------------------------------------------------------------------------------------
-
-_JQ_ALLOWED = frozenset(
-    """
-    and or not if then elif else end as try catch label break empty error null true false
-    length utf8bytelength keys keys_unsorted values has in map map_values path del to_entries from_entries
-    with_entries select arrays objects iterables booleans numbers normals finites strings nulls scalars
-    add any all flatten floor sqrt fabs abs round ceil min max min_by max_by unique unique_by group_by
-    sort sort_by reverse contains inside startswith endswith ltrimstr rtrimstr trim ltrim rtrim explode
-    implode split join ascii_downcase ascii_upcase ascii tostring tojson fromjson type infinite nan
-    isinfinite isnan isnormal isvalid first last nth indices index rindex test paths leaf_paths getpath
-    tostream fromstream truncate_stream env input_filename input_line_number now todate fromdate
-    todateiso8601 fromdateiso8601 dateadd datesub date mktime gmtime localtime strftime strptime
-    strflocaltime transpose input inputs debug stderr halt halt_error walk isempty
-    tojson ascii getpath error not objects base64 base64d text json csv tsv html uri sh base32 base32d
-    """.split()
-)
-_JQ_TOKEN = re.compile(
-    r'\.[A-Za-z_][A-Za-z0-9_]*|\$?[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*|@[A-Za-z0-9_]+'
-    r"|[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|\.\.|\?//|[|=!<>+\-*/%]=|//=?|\S"
-)
-
-
-def jq_program_ok(program: str) -> bool:
-    """Whether a jq filter visits its input once, with bounded output."""
-    try:
-        check_jq(program)
-    except Refusal:
-        return False
-    return True
-
-
-def check_jq(program: str) -> None:
-    """Refuse a jq filter that may recurse, loop, allocate without bound or read other files."""
-    if _jq_scan(program, 0, nested=False) != len(program):
-        raise Refusal("script", "jq")
-
-
-def _jq_string(src: str, i: int) -> int:
-    """Index past the string opening at `i`; each `\\(...)` interpolation is checked as a program."""
-    i += 1
-    while i < len(src):
-        c = src[i]
-        if c == '"':
-            return i + 1
-        if c == "\\" and src[i + 1 : i + 2] == "(":
-            i = _jq_scan(src, i + 2, nested=True)
-        else:
-            i += 2 if c == "\\" else 1
-    raise Refusal("script", "jq")
-
-
-def _jq_scan(src: str, i: int, *, nested: bool) -> int:
-    """Check tokens from `i`; with `nested`, stop past the `)` that closes an interpolation."""
-    brackets: list[str] = []
-    key = False  # an identifier here is an object key (`{name: .x}`, `{name}`)
-    while i < len(src):
-        c = src[i]
-        if c.isspace():
-            i += 1
-            continue
-        if c == "#":
-            raise Refusal("script", "jq")  # a comment could hide text from this lexer
-        if c == '"':
-            i, key = _jq_string(src, i), False
-            continue
-        match = _JQ_TOKEN.match(src, i)
-        token = match.group() if match else c
-        i += len(token)
-        if token in "([{":
-            brackets.append(token)
-            key = token == "{"
-            continue
-        if token in ")]}":
-            if not brackets:
-                if nested and token == ")":
-                    return i
-                raise Refusal("script", "jq")
-            if {")": "(", "]": "[", "}": "{"}[token] != brackets.pop():
-                raise Refusal("script", "jq")
-            key = False
-            continue
-        if token == "," and brackets[-1:] == ["{"]:
-            key = True
-            continue
-        if token[0].isdigit() or (token[0] == "." and token[1:2].isdigit()):
-            if _AWK_BIG_NUMBER.search(token):
-                raise Refusal("loop", f"jq {token}")
-        elif token[0] in "$@":
-            if token.startswith("$__"):
-                raise Refusal("script", f"jq {token}")
-        elif token[0].isalpha() or token[0] == "_":
-            if token not in _JQ_ALLOWED and not key:
-                raise Refusal("loop" if token in _JQ_LOOPS else "script", f"jq {token}")
-        elif token in ("*", ";") or token.endswith("=") and token not in ("==", "!=", "<=", ">="):
-            # `*` repeats strings, `;` passes regex flags or a second argument, `=` allocates paths.
-            raise Refusal("loop", f"jq {token}")
-        key = False
-    if nested or brackets:
-        raise Refusal("script", "jq")
-    return i
-
-
-_JQ_LOOPS = frozenset(
-    "def recurse recurse_down range repeat while until limit reduce foreach combinations sub gsub scan splits"
-    " match capture".split()
-)

@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from flower.core.glance_git import GIT_RULE
 from flower.core.glance_options import Args, Refusal, Rule, Word, literal
 from flower.core.glance_paths import numeric_local
-from flower.core.glance_programs import check_awk, check_jq, check_sed, sed_script_ok, awk_program_ok
+from flower.core.glance_jq import check_jq
+from flower.core.glance_programs import awk_program_ok, check_awk, check_sed, sed_script_ok
 
 __all__ = ["COMMANDS", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "literal", "sed_script_ok"]
 
@@ -220,7 +221,8 @@ _TABLE: dict[str, Rule] = {
     "env": Rule("-0 --null", 0, order="stop"),
     "command": Rule("-p -v -V", order="stop", check=_check_command),
     "type": Rule("-a -f -p -P -t", order="stop"),
-    "which": Rule("-a -s", order="stop"),
+    # Debian's which is a getopts script (stops); GNU which permutes: both readings must pass.
+    "which": Rule("-a -s"),
     "wc": Rule("-c --bytes -m --chars -l --lines -L --max-line-length -w --words --total=", reads=True),
     # tac copies a pipe or stdin to a temp file before printing it backwards: files only.
     "tac": Rule("-b --before -r --regex -s= --separator=", reads=True, check=_check_tac),
@@ -291,7 +293,8 @@ _TABLE: dict[str, Rule] = {
         " --multiline-dotall --stats -q --quiet --trim --vimgrep -0 --null -a --text --type-list"
         " --max-filesize= -p --pretty -H --with-filename -I --no-filename --no-messages --passthru -j="
         " --threads= -M= --max-columns= --max-columns-preview -E= --encoding= --ignore-file="
-        " --no-config -b --byte-offset --engine="
+        " --no-config -b --byte-offset --engine=",
+        order="permute", reads=True,
     ),
     "free": Rule(
         "-b -k -m -g --bytes --kilo --mega --giga --tera --peta --kibi --mebi --gibi --tebi --pebi -h"

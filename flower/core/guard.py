@@ -13,7 +13,8 @@ Invariants:
   naming a FIFO or a symlink to a device is refused too. A glance never runs in the background (it
   would outlive the Bash timeout), and a glance's git commands run with the repository's programs
   pinned off: the hook returns the hardened command as `updatedInput` (checked end to end: the CLI
-  runs the rewritten command).
+  runs the rewritten command, and the transcript keeps the model's own). A `timeout` over
+  `GLANCE_TIMEOUT_MS` is lowered to it the same way.
 - MCP tools (S-8, issue #16): on a walled main thread every `mcp__*` tool is denied except the ones the
   spec lists in `glance_tools` (read-only by the spec's word). The wall is keyed on the tool name's
   prefix, not on a list of known tools, so a server added later is walled too.
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 HANDS_ON = ("Bash", "Write", "Edit", "NotebookEdit")
+GLANCE_TIMEOUT_MS = 120_000
+"""The longest a glance may run (the Bash tool's default timeout); a longer `timeout` is lowered to it."""
 Hooks = dict[str, list[HookMatcher]]
 
 
@@ -104,11 +107,14 @@ def _glance(input_data: Mapping[str, Any], reason: str) -> dict[str, Any]:
     why = describe_refusal(command, cwd=cwd)
     if why is not None:
         return _deny(reason + texts.GLANCE_REFUSAL.format(why=why))
-    hardened = harden_git(command, lambda directory: filter_pins(os.path.join(cwd or ".", directory)))
-    if hardened == command:
+    updated = dict(tool_input)
+    updated["command"] = harden_git(command, lambda directory: filter_pins(os.path.join(cwd or ".", directory)))
+    timeout = tool_input.get("timeout")
+    if isinstance(timeout, (int, float)) and timeout > GLANCE_TIMEOUT_MS:
+        updated["timeout"] = GLANCE_TIMEOUT_MS  # a glance is quick; it may not ask to wait ten minutes
+    if updated == tool_input:
         return {}
-    return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
-                                   "updatedInput": {**tool_input, "command": hardened}}}
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
 
 
 def mcp_guard(glance_tools: Collection[str] = (), *, leads: Collection[str] = ()) -> HookMatcher:

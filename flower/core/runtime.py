@@ -68,7 +68,11 @@ from flower.core.handoff import (
 )
 from flower.core.resilience import RetryPolicy, classify, endpoint_of, is_final, wait_for_endpoint
 from flower.core.steps import StepResult, append_manifest
-from flower.errors import ConfigError
+from flower.errors import ConfigError, StoredDataError, UnsafePathError
+from functools import partial
+from flower.core.dispatch import Rewrite, check_isolation, dispatch_guard, isolated_types, isolation_input
+from flower.core.stream import EventStream
+from flower.core.tracing import traced
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
@@ -96,7 +100,8 @@ class _Attempt:
     """Why the handoff is the runtime's fallback, not the session's own document."""
     interrupted: bool = False
     fatal: bool = False
-    """The CLI was retrying an error that cannot pass (401/403); the attempt was stopped."""
+    """Retrying cannot help: the CLI was retrying an error that cannot pass (401/403), or the failure is
+    deterministic (stored data that cannot be read, a refused path)."""
 
 
 @dataclass
@@ -137,7 +142,19 @@ _SAMPLES = 5
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")  # orders steps finer than a second
+
+
+def _deterministic(exc: BaseException) -> bool:
+    """Whether `exc` or an exception it was raised from is one that repeats on every attempt."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (StoredDataError, UnsafePathError, ConfigError)):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _policy(value: bool | Any, default: Any) -> Any:
@@ -229,9 +246,12 @@ class Runtime:
         step = step_name or spec.name
         started, clock = _now(), time.monotonic()
         self._interrupt = None  # an interrupt that arrived after the last step ended is void
+        check_isolation(spec, self.workspace)
         if self.workbench is not None:
             self.workbench.refresh()
-        emit(on_event, Event("step", step, payload={"phase": "start", "resume": resume}))
+        on_event = traced(on_event)  # B-14: spans from the events, when a tracer provider is configured
+        emit(on_event, Event("step", step, payload={"phase": "start", "resume": resume, "agent_name": spec.name,
+                                                    "model": spec.model, "run_id": self.run_id}))
         meter = ContextMeter()
         tally = _Tally()
         if resume is not None and resume not in self._session_costs:
@@ -247,8 +267,16 @@ class Runtime:
             tool_error_samples=tuple(tally.tool_error_samples),
         )
         self._record(result, spec)
-        emit(on_event, Event("step", step, payload={"phase": "end", "ok": result.ok, "cost_usd": result.cost_usd}))
+        emit(on_event, Event("step", step, payload={"phase": "end", "ok": result.ok, "cost_usd": result.cost_usd,
+                                                    "error": result.error, "turns": result.num_turns,
+                                                    "session_id": result.session_id, "context": result.context}))
         return result
+
+    def stream(self, spec: AgentSpec, prompt: str, **kwargs: Any) -> EventStream[StepResult]:
+        """`async for event in rt.stream(spec, prompt)`: the step's events as they happen; the
+        `StepResult` is in `.result` afterwards. Takes `run()`'s keywords (an `on_event` still gets them)."""
+        on_event = kwargs.pop("on_event", None)
+        return EventStream(lambda forward: self.run(spec, prompt, on_event=forward, **kwargs), on_event)
 
     def run_sync(self, spec: AgentSpec, prompt: str, **kwargs: Any) -> StepResult:
         """`run()` for code without an event loop."""
@@ -353,7 +381,7 @@ class Runtime:
             message = texts.RESUME_AFTER_ERROR
 
     async def _retry(self, attempt: _Attempt, tally: _Tally, on_event: OnEvent | None) -> bool:
-        kind = classify(attempt.error, attempt.status)
+        kind = "fatal" if attempt.fatal else classify(attempt.error, attempt.status)
         tally.failures += 1
         endpoint = endpoint_of(self._cli_env())
         if self.retry is None or kind == "fatal" or tally.failures >= self.retry.max_attempts:
@@ -399,7 +427,7 @@ class Runtime:
         return self.workbench.first_message(prompt, self.placement)
 
     def _save(self, step: str, doc: str) -> Path:
-        notes = self.workbench.notes if self.workbench is not None else self.run_dir / "notes"
+        notes = self.workbench.folder("notes") if self.workbench is not None else self.run_dir / "notes"
         return save_handoff(notes, step, doc)
 
     def _next_generation(self, step: str, doc: str, generation: int) -> tuple[str, Path]:
@@ -433,6 +461,9 @@ class Runtime:
                 await self._ask_handoff(client, attempt, tally, on_event)
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
             attempt.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            # The SDK wraps a failing SessionStore.load() in a RuntimeError (resume materialization); a
+            # deterministic cause under it (unreadable stored row, refused path) is fatal at once.
+            attempt.fatal = attempt.fatal or _deterministic(exc)
         finally:
             self._client = None
             if client is not None:
@@ -588,14 +619,19 @@ class Runtime:
     def _options(self, spec: AgentSpec, resume: str | None, fork: bool, stop_hook: HookMatcher | None) -> Any:
         from flower.core.guard import merge_hooks
         from flower.core.spill import spill_guard
-        from flower.core.workbench import workbench_hooks
+        from flower.core.workbench import relay_input, workbench_hooks
 
         wb = self.workbench if spec.workbench else None
         env = dict(self.env)
         if self.handoff is not None and spec.compact is None:
             env.update(CompactPolicy("no_summary").env())
+        rewrites: list[Rewrite] = [partial(relay_input, wb)] if wb is not None else []
+        isolated = isolated_types(spec)
+        if isolated:
+            rewrites.append(partial(isolation_input, isolated=isolated))
         hooks = merge_hooks(
-            workbench_hooks(wb) if wb is not None else None,
+            workbench_hooks(wb, relay=False) if wb is not None else None,
+            {"PreToolUse": [dispatch_guard(rewrites)]} if rewrites else None,
             spill_guard(wb, self.spill_threshold) if wb is not None else None,
             {"PostToolUse": [stop_hook]} if stop_hook is not None else None,
             {"PreToolUse": [approve_subagents(leads=spec.leads)]},

@@ -25,7 +25,9 @@ from typing import Any
 
 import anyio
 
+from flower.core import texts
 from flower.errors import ConfigError, StoreError
+from flower.stores.jsonl import decode_line
 
 __all__ = [
     "RunData",
@@ -34,7 +36,9 @@ __all__ = [
     "load_session",
     "open_store",
     "read_manifest",
+    "resolve_session",
     "session_rows",
+    "strip_listing",
 ]
 
 Entry = dict[str, Any]
@@ -59,7 +63,8 @@ def open_store(store: str | None, run_dir: Path | None, *, create: bool = False)
         raise StoreError(f"no session store at {path}")
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteSessionStore(path)
+        return SqliteSessionStore(path)
+    return SqliteSessionStore(path, readonly=True)  # reading never writes: a read-only medium is fine
 
 
 def close_store(store: Any) -> None:
@@ -122,7 +127,9 @@ def _agent_label(subpath: str, taken: Mapping[str, Any], session: str) -> str:
 
 def _load_key(store: Any, key: dict[str, str]) -> list[Entry]:
     entries = store.load_sync(key)
-    return list(entries or [])
+    # A stored row that is JSON but not an object (a broken writer) carries nothing a report counts; the
+    # rewrite passes such rows through untouched, so leaving them out changes no number (issue #16 item 11).
+    return [entry for entry in entries or [] if isinstance(entry, dict)]
 
 
 def _add_session(data: RunData, store: Any, session: str) -> bool:
@@ -183,13 +190,16 @@ def _read_spill_log(root: Path | None) -> list[dict[str, Any]]:
     if root is None:
         return []
     try:
-        lines = (root / "spill" / "log.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = (root / "spill" / "log.jsonl").read_bytes().split(b"\n")
     except (FileNotFoundError, NotADirectoryError):
         return []
     records = []
-    for line in lines:
+    for number, line in enumerate(lines):
+        text, problem = decode_line(line, first=number == 0)  # per line: one bad byte costs one line
+        if problem is not None or not text.strip():
+            continue
         try:
-            record = json.loads(line)
+            record = json.loads(text)
         except ValueError:
             continue  # a torn line from a killed writer: skip it, keep the rest
         if isinstance(record, dict):
@@ -228,8 +238,36 @@ def load_run(run_dir: Path, store: Any, *, own_store: bool) -> RunData:
     return _finish(data)
 
 
+def resolve_session(store: Any, ref: str, run_dir: Path | None = None, workspace: Path | None = None) -> str:
+    """The full session id `ref` names: itself, or the one stored session id it is a prefix of (the
+    8-character ids tables show). An unknown id or an ambiguous prefix is a `ConfigError` naming the
+    candidates."""
+    ref = ref.strip()
+    if not ref:
+        raise ConfigError("empty session id")
+    find = getattr(store, "find_session", None)
+    if callable(find) and find(ref) is not None:
+        return ref
+    steps = read_manifest(run_dir) if run_dir is not None and run_dir.is_dir() else []
+    data = RunData("sessions", run_dir, steps, workspace=workspace)
+    known = {s for row in steps for s in _row_sessions(row)}
+    for project in _project_keys(store, data):
+        known.update(item["session_id"] for item in anyio.run(store.list_sessions, project))
+    matches = sorted(s for s in known if s.startswith(ref))
+    if callable(find):
+        matches = [s for s in matches if find(s) is not None]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ConfigError(f"unknown session {ref} in {_describe(store)}")
+    shown = ", ".join(matches[:6]) + (f" and {len(matches) - 6} more" if len(matches) > 6 else "")
+    raise ConfigError(f"session prefix {ref} is ambiguous: {shown}")
+
+
 def load_session(session: str, store: Any, run_dir: Path | None) -> RunData:
-    """One session and its subagents (manifest rows from `run_dir` when it has one)."""
+    """One session and its subagents (manifest rows from `run_dir` when it has one); `session` may be a
+    unique prefix of the id."""
+    session = resolve_session(store, session, run_dir)
     rows = read_manifest(run_dir) if run_dir is not None and run_dir.is_dir() else []
     data = RunData(session, run_dir, [row for row in rows if session in _row_sessions(row)])
     if not _add_session(data, store, session):
@@ -271,8 +309,17 @@ def session_rows(store: Any, run_dir: Path | None, workspace: Path | None) -> li
     return rows
 
 
+def strip_listing(text: str) -> str:
+    """A first user message without the workbench listing the runtime put in front of it (B-3)."""
+    head = texts.WORKBENCH_LISTING_HEAD.split("{", 1)[0]
+    if text.startswith(head) and "\n\n" in text:
+        return text.split("\n\n", 1)[1]
+    return text
+
+
 def first_prompt(entries: Sequence[Entry]) -> str:
-    """The first prompt of a transcript (string content of the first user entry), or ""."""
+    """The user's first prompt in a transcript (the first user entry with string content, without the
+    workbench listing in front of it), or ""."""
     for entry in entries:
         message = entry.get("message")
         if (
@@ -280,7 +327,7 @@ def first_prompt(entries: Sequence[Entry]) -> str:
             and isinstance(message, Mapping)
             and isinstance(message.get("content"), str)
         ):
-            return str(message["content"])
+            return strip_listing(str(message["content"]))
     return ""
 
 

@@ -18,9 +18,10 @@ from rich.text import Text
 
 from flower.report.analysis import Report, ThreadStats
 from flower.report.preview import Preview
+from flower.report.tables import number_tables
 from flower.report.text import fit, format_tokens, sanitize
 
-__all__ = ["print_preview", "print_report", "print_session", "print_sessions"]
+__all__ = ["print_breakdown", "print_preview", "print_report", "print_session", "print_sessions"]
 
 
 def _pct(value: float | None) -> str:
@@ -46,26 +47,21 @@ def _thread_row(name: str, stats: ThreadStats) -> list[str]:
     ]
 
 
-def _threads(report: Report) -> Table:
-    table = Table(
-        title="Threads (tokens counted once per API message)",
-        title_justify="left",
+def _threads(report: Report, width: int) -> list[Table]:
+    rows = [_thread_row("main", report.main), _thread_row(f"subagents ({len(report.per_agent)})", report.subagents)]
+    headers = ("thread", "turns", "chars", "calls", "in", "c-read", "c-write", "out", "hit")
+    return number_tables(
+        "Threads (tokens counted once per API message)", headers, rows,
+        numeric=[h != "thread" for h in headers], width=width,
         caption=f"in subagents: {_pct(report.subagent_turn_share)} of turns, "
         f"{_pct(report.subagent_char_share)} of chars",
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
     )
-    for column in ("thread", "turns", "chars", "calls", "in", "c-read", "c-write", "out", "hit"):
-        table.add_column(column, justify="left" if column == "thread" else "right", no_wrap=True)
-    table.add_row(*_thread_row("main", report.main))
-    table.add_row(*_thread_row(f"subagents ({len(report.per_agent)})", report.subagents))
-    return table
 
 
 def _context(report: Report) -> Table:
     table = Table(title="Main-thread context", title_justify="left", show_header=False)
-    table.add_column("what")
-    table.add_column("value")
+    table.add_column("what", overflow="fold")
+    table.add_column("value", overflow="fold")
     contexts = report.contexts or (0,)
     ahead = "n/a" if report.turns_to_threshold is None else f"{math.ceil(report.turns_to_threshold):,} turns"
     rows = [
@@ -106,8 +102,8 @@ def _tools(report: Report) -> Table:
 
 def _economics(report: Report, workbench_note: str) -> Table:
     table = Table(title="Context economics", title_justify="left", show_header=False)
-    table.add_column("what", no_wrap=True)
-    table.add_column("value")
+    table.add_column("what", overflow="fold")
+    table.add_column("value", overflow="fold")
     s, p, wb = report.spills, report.pruned, report.workbench
     rows = [
         (
@@ -116,9 +112,11 @@ def _economics(report: Report, workbench_note: str) -> Table:
         ),
         ("next resume: expired / denials dropped", f"{p.expired} / {p.denials_dropped}"),
         ("next resume: chars saved (main)", f"{p.chars_saved:,} ({p.main_chars_saved:,})"),
+        *([("next resume: left as stored (odd shapes)", f"{p.skipped}")] if p.skipped else []),
         ("workbench", workbench_note),
         ("cache-hit rate", _pct(report.cache_hit_rate)),
         ("cost", "unknown" if report.cost_usd is None else f"${report.cost_usd:,.4f} ({report.cost_source})"),
+        ("tool errors: main / subagents", f"{report.main.tool_errors:,} / {report.subagents.tool_errors:,}"),
     ]
     if wb is not None:
         rows.insert(
@@ -136,7 +134,8 @@ def _economics(report: Report, workbench_note: str) -> Table:
 
 def print_report(console: Console, report: Report, *, label: str, workbench_note: str) -> None:
     console.print(Text(f"flower report: {sanitize(label)}", style="bold"))
-    for table in (_threads(report), _context(report), _tools(report), _economics(report, workbench_note)):
+    for table in (*_threads(report, console.width), _context(report), _tools(report),
+                  _economics(report, workbench_note)):
         console.print(table)
 
 
@@ -184,20 +183,21 @@ def print_sessions(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
     title = f"{len(rows)} sessions" + (f" of project {sanitize(projects[0])}" if one else "")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for column in ("session", "step", "ok", "cost", "last write (UTC)", *([] if one else ["project"])):
-        table.add_column(column, no_wrap=column in ("session", "last write (UTC)"), overflow="fold")
+        table.add_column(column, no_wrap=column in ("session", "cost", "last write (UTC)"), overflow="fold")
     for row in rows:
         ok = "" if row.get("ok") is None else ("yes" if row["ok"] else "no")
         step = (row.get("step") or "") + (" (retired)" if row.get("retired") else "")
         cost = "" if row.get("cost_usd") is None else f"${row['cost_usd']:.4f}"
-        cells: list[Text | str] = [_t(row["session_id"]), _t(step), ok, cost, _when(row.get("mtime"))]
+        # The 8-character prefix names the session in every command (`flower logs 9812f842`).
+        cells: list[Text | str] = [_t(row["session_id"][:8]), _t(step), ok, cost, _when(row.get("mtime"))]
         table.add_row(*cells, *([] if one else [_t(row.get("project_key", ""))]))
     console.print(table)
 
 
 def print_session(console: Console, info: Mapping[str, Any]) -> None:
     table = Table(title=f"session {sanitize(info['session_id'])}", title_justify="left", show_header=False)
-    table.add_column("what")
-    table.add_column("value")
+    table.add_column("what", overflow="fold")
+    table.add_column("value", overflow="fold")
     for key in (
         "project_key",
         "entries",
@@ -221,3 +221,16 @@ def print_session(console: Console, info: Mapping[str, Any]) -> None:
             _t(f"step {step.get('step')}"), _t(f"ok={step.get('ok')} cost=${step.get('cost_usd') or 0:.4f}")
         )
     console.print(table)
+
+
+def print_breakdown(console: Console, buckets: Sequence[Any], by: str, *, label: str) -> None:
+    """`flower report --by`: one row per group and a total, numbers never cut (tokens in K/M)."""
+    headers = (by, "msgs", "input", "c-read", "c-write", "output", "cost")
+    k = format_tokens
+    rows: list[list[str | Text]] = [
+        [_t(b.key), f"{b.messages:,}", k(b.input), k(b.cache_read), k(b.cache_write), k(b.output),
+         f"${b.cost_usd:,.4f}"] for b in buckets]
+    console.print(Text(f"flower report: {sanitize(label)}", style="bold"), overflow="fold")
+    for table in number_tables(f"by {by}", headers, rows, numeric=[h != by for h in headers], width=console.width,
+                               caption="each API message once, priced as the CLI prices it"):
+        console.print(table)

@@ -1,4 +1,5 @@
-"""The first python block of each guide runs as written (docs examples come from real runs)."""
+"""Docs examples run as written (docs examples come from real runs): the first python block of each guide,
+and every python block of docs/testing.md (a block that defines `test_` functions runs under pytest)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,36 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+REPO = DOCS.parent
+
+
+def _blocks(guide: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", (DOCS / guide).read_text(), re.DOTALL)
+
+
+def _run(block: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    if re.search(r"^(async )?def test_", block, re.MULTILINE):
+        script = tmp_path / "test_example.py"
+        script.write_text(block)
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                   str(script)]
+    else:
+        script = tmp_path / "example.py"
+        script.write_text(block)
+        command = [sys.executable, str(script)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                          env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
 
 
 @pytest.mark.parametrize("guide", ["testing.md", "runtime.md"])
 def test_first_example_runs(tmp_path: Path, guide: str) -> None:
-    block = re.search(r"```python\n(.*?)```", (DOCS / guide).read_text(), re.DOTALL)
-    assert block, f"docs/{guide} has no python block"
-    script = tmp_path / "example.py"
-    script.write_text(block.group(1))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180)
+    blocks = _blocks(guide)
+    assert blocks, f"docs/{guide} has no python block"
+    done = _run(blocks[0], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("index", range(1, len(_blocks("testing.md"))))
+def test_every_testing_example_runs(tmp_path: Path, index: int) -> None:
+    done = _run(_blocks("testing.md")[index], tmp_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]

@@ -261,7 +261,7 @@ def test_sessions_list_and_show(run_dir: Path, tmp_path: Path) -> None:
     ]
     assert all(r["project_key"] == "-ws" for r in rows)
     table = invoke("sessions", "list", "-r", str(run_dir))
-    assert MAIN_ID in table.stdout and "look" in table.stdout
+    assert MAIN_ID[:8] in table.stdout and "look" in table.stdout  # the 8-character prefix every command takes
     info = json.loads(invoke("sessions", "show", MAIN_ID, "-r", str(run_dir), "--json").stdout)
     assert info["entries"] == len(main_session()) and info["turns"] == 3 and info["context"] == 3000
     assert info["subagents"] == [{"agent": "a1", "entries": len(sub_session()), "turns": 2}]
@@ -272,7 +272,7 @@ def test_sessions_list_and_show(run_dir: Path, tmp_path: Path) -> None:
 def test_sessions_default_subcommand_lists(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(run_dir.parent)
     result = invoke("sessions")
-    assert result.exit_code == 0 and GLANCE_ID in result.stdout
+    assert result.exit_code == 0 and GLANCE_ID[:8] in result.stdout
 
 
 def test_preview_shows_the_expired_glance_as_a_diff(run_dir: Path) -> None:
@@ -405,7 +405,7 @@ def test_live_view_on_a_pipe_appends_plain_lines() -> None:
         "* Bash cat evil.txt",
         "x Bash failed: RED",  # a bare \r starts a new line: only the first line of an error is shown
         "> dispatch worker: port the parser",
-        "  | * Bash pytest -q",
+        "  | worker * Bash pytest -q",  # a subagent's line names its worker
     ]
     assert "  | ~ spilled 6000 chars to /ws/.flower/spill/ab.txt" in lines
     assert "  main says [bold]hi[/bold]" in lines

@@ -265,3 +265,50 @@ async def test_the_mcp_wall_denies_all_but_the_declared_read_only_tools_on_main(
     assert await decide(wall, main_call("Read", file_path="/a")) == {}
     plain = AgentSpec(name="reader", instructions="read", allowed_tools=["Read", "mcp__x__y"])
     assert all(m.matcher is not None for m in spec_guards(plain).get("PreToolUse", []))
+
+
+async def test_filter_driver_names_cannot_break_out_of_the_hardened_command(tmp_path: Any) -> None:
+    """Issue #16 item 5: a driver name is repository data; it is quoted, never pasted into the shell."""
+    import subprocess
+
+    marker = tmp_path / "pwned"
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    hostile = f"x;touch {marker};y"
+    subprocess.run(["git", "-C", str(tmp_path), "config", f"filter.{hostile}.clean", "cat"], check=True)
+    guard = delegate_guard(allow_glance=True)
+    data = main_call("Bash", command="git status")
+    data["cwd"] = str(tmp_path)
+    command = (await decide(guard, data))["hookSpecificOutput"]["updatedInput"]["command"]
+    assert f"-c 'filter.{hostile}.clean='" in command
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, check=False)
+    assert not marker.exists()
+
+
+async def test_an_option_value_naming_a_fifo_is_refused(tmp_path: Any) -> None:
+    """Issue #16 item 4: `--opt=VALUE` words are looked up on disk by their value too."""
+    import os
+
+    os.mkfifo(tmp_path / "names")
+    guard = delegate_guard(allow_glance=True)
+    data = main_call("Bash", command="du --files0-from=names")
+    data["cwd"] = str(tmp_path)
+    assert "device, pipe or socket" in (denial(await decide(guard, data)) or "")
+
+
+async def test_a_glance_may_not_ask_for_a_long_timeout_or_read_a_huge_file(tmp_path: Any) -> None:
+    """Issue #16 item 4: the Bash tool's `timeout` is lowered to two minutes for a glance, and a reader
+    may not open a (sparse) file over 2 GiB."""
+    from flower.core.guard import GLANCE_TIMEOUT_MS
+
+    guard = delegate_guard(allow_glance=True)
+    out = await decide(guard, main_call("Bash", command="ls", timeout=600_000))
+    assert out["hookSpecificOutput"]["updatedInput"] == {"command": "ls", "timeout": GLANCE_TIMEOUT_MS}
+    assert await decide(guard, main_call("Bash", command="ls", timeout=5_000)) == {}
+    with open(tmp_path / "huge.log", "wb") as handle:
+        handle.truncate(3 << 30)
+    data = main_call("Bash", command="wc -l huge.log")
+    data["cwd"] = str(tmp_path)
+    assert "over 2 GiB" in (denial(await decide(guard, data)) or "")
+    data = main_call("Bash", command="ls -l huge.log")
+    data["cwd"] = str(tmp_path)
+    assert denial(await decide(guard, data)) is None

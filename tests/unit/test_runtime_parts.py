@@ -279,3 +279,12 @@ def test_runtimes_made_together_get_distinct_run_ids(tmp_path: Path) -> None:
 
     ids = {Runtime(tmp_path, run_dir=tmp_path / "runs", workbench=False).run_id for _ in range(5)}
     assert len(ids) == 5
+
+
+def test_a_fenced_heading_in_a_handoff_is_content() -> None:
+    """Item 7: a line "## Next" inside a code fence replaced the Next section (the handoff now uses the shared
+    section parser)."""
+    doc = ("## Doing\nWriting the docs; the template is:\n```markdown\n## Next\n(placeholder)\n```\n"
+           "## Next\n1. Publish.\n")
+    sections = parse_handoff(doc)
+    assert sections["next"] == "1. Publish." and "(placeholder)" in sections["doing"]

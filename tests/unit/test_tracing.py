@@ -1,0 +1,44 @@
+"""Tracing's pure parts (issue #18, B-14): the OTLP endpoint, and the event readings spans rely on."""
+
+from __future__ import annotations
+
+import pytest
+
+from flower.cli.otel import otlp_endpoint
+from flower.core import texts
+from flower.core.eventinfo import denial_reason, dispatch_of, spill_of, usage_of
+from flower.errors import ConfigError
+
+
+def test_otlp_endpoint_gets_the_traces_path_only_when_it_has_none() -> None:
+    assert otlp_endpoint("http://localhost:4318") == "http://localhost:4318/v1/traces"
+    assert otlp_endpoint("http://localhost:4318/") == "http://localhost:4318/v1/traces"
+    assert otlp_endpoint("https://collector/otlp/v1/traces") == "https://collector/otlp/v1/traces"
+    with pytest.raises(ConfigError, match="localhost:4318"):
+        otlp_endpoint("localhost:4318")
+
+
+def test_event_readings() -> None:
+    pointer = texts.SPILL_POINTER.format(chars="12,345", path="/ws/.flower/spill/ab.txt")
+    assert spill_of(f"head\n{pointer}\nrest") == (12345, "/ws/.flower/spill/ab.txt")
+    assert spill_of("no pointer") is None
+    assert denial_reason("PreToolUse:Bash hook error: Dispatch a subagent.") == "Dispatch a subagent."
+    assert denial_reason("PreToolUse:Bash hook error: x", is_error=False) is None
+    assert denial_reason("Exit code 1") is None
+    assert dispatch_of("Agent", {"input": {"subagent_type": "tester", "description": "d", "prompt": "p"}}) == (
+        "tester", "d", "p")
+    assert dispatch_of("Bash", {"input": {}}) is None
+    assert usage_of({"usage": {"input_tokens": 3, "cache_read_input_tokens": 5}}) == {
+        "input_tokens": 3, "output_tokens": 0, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 0}
+
+
+def test_pricing_follows_the_clis_catalog() -> None:
+    from flower.core.pricing import DEFAULT_TIER, message_cost, tier_for
+
+    assert tier_for("claude-opus-5-5") != tier_for("claude-opus-5")  # the longest id wins
+    assert tier_for("claude-opus-4-1-20250805").input == 15 and tier_for("claude-sonnet-4-5-20250929").input == 3
+    assert tier_for("some-future-model") == DEFAULT_TIER and tier_for(None) == DEFAULT_TIER
+    # measured against the bundled CLI: 1M tokens of each kind on claude-opus-5-5 cost 4 / 20 / 0.2 / 5 USD
+    one = 1_000_000
+    assert [message_cost("claude-opus-5-5", {k: one}) for k in (
+        "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")] == [4, 20, 0.2, 5]
