@@ -320,3 +320,33 @@ RESUME_AFTER_CRASH = (
     "The process running this step stopped before the step ended and has been restarted. Continue the "
     "task where you were; what was done is above. Check the effect of your last call before repeating it."
 )
+
+
+# --- flower go (L-11, L-14) -------------------------------------------------------------------------
+GO_COORDINATOR = """\
+You lead the work on the request below for a human who may be away. The brief is what was agreed with
+them; the goal lists the checks an independent judge will apply after your round. Plan, dispatch the coder
+for every change and every test run, and read what comes back. Ask the human only for a decision nobody
+else can make; check your inbox between dispatches."""
+GO_CODER_DESCRIPTION = "Changes code and runs the tests: one concrete task per dispatch, with its acceptance."
+GO_CODER_PROMPT = """\
+You are a careful software engineer working in this repository. Make the change you are given, run the
+relevant tests, and report what you changed and what the tests say."""
+GO_WORK = """\
+{brief}
+
+{goal}
+
+Do the work now."""
+BEQUEST_REQUEST = """\
+The work is over. Write a short note for whoever opens this project next with Claude Code or another tool:
+pointers, not contents; tens of lines at most (it is loaded into every later session). Do not create any
+file yourself. Reply with these sections only:
+## What this is
+## Acceptance
+Met and not met, the unmet ones first.
+## Generated files
+Which files are generated, and from what (edit the sources, not the outputs).
+## Dead ends
+## Workbench
+Where the workbench is and what to read first."""
