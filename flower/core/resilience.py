@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from flower.errors import ConfigError
+
 __all__ = ["DEFAULT_ENDPOINT", "Kind", "RetryPolicy", "classify", "endpoint_of", "endpoint_reachable",
            "is_final", "wait_for_endpoint"]
 
@@ -87,8 +89,6 @@ class RetryPolicy:
     """Seconds between two probes of a down endpoint."""
 
     def __post_init__(self) -> None:
-        from flower.errors import ConfigError
-
         if self.max_attempts < 1:
             raise ConfigError(f"RetryPolicy max_attempts must be at least 1, not {self.max_attempts}")
         for name in ("base", "cap", "probe_timeout", "probe_interval"):
