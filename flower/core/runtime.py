@@ -66,7 +66,14 @@ from flower.core.handoff import (
     parse_handoff,
     save_handoff,
 )
-from flower.core.resilience import RetryPolicy, classify, endpoint_of, is_final, wait_for_endpoint
+from flower.core.resilience import (
+    RetryPolicy,
+    classify,
+    endpoint_of,
+    endpoint_reachable,
+    is_final,
+    wait_for_endpoint,
+)
 from flower.core.steps import StepResult, append_manifest
 from flower.errors import ConfigError
 
@@ -96,7 +103,9 @@ class _Attempt:
     """Why the handoff is the runtime's fallback, not the session's own document."""
     interrupted: bool = False
     fatal: bool = False
-    """The CLI was retrying an error that cannot pass (401/403); the attempt was stopped."""
+    """The runtime stopped the CLI's own retries: a 401/403 cannot pass, and a down endpoint is the
+    runtime's to wait for (with reports), not the CLI's to retry blindly for minutes."""
+    tasks: set[Any] = field(default_factory=set)
 
 
 @dataclass
@@ -457,7 +466,7 @@ class Runtime:
                 if msg.subtype == "init" and isinstance(msg.data.get("model"), str):
                     self._use_model(spec, msg.data["model"], on_event)
                 elif msg.subtype == "api_retry":
-                    self._stop_if_fatal(client, attempt, msg.data, endpoint)
+                    await self._stop_cli_retries(client, attempt, msg.data, endpoint)
             elif isinstance(msg, AssistantMessage) and msg.parent_tool_use_id is None and msg.model != "<synthetic>":
                 self._use_model(spec, msg.model, on_event)
                 if meter.observe(msg.message_id, msg.usage) and generations:
@@ -482,17 +491,27 @@ class Runtime:
                                  payload={"subtype": "window", "model": model, "window": self.window(spec),
                                           "threshold": after}))
 
-    def _stop_if_fatal(self, client: ClaudeSDKClient, attempt: _Attempt, data: Mapping[str, Any],
-                       endpoint: str) -> None:
-        """The CLI retries a 401/403 for minutes; it cannot pass, so stop the attempt now."""
+    async def _stop_cli_retries(self, client: ClaudeSDKClient, attempt: _Attempt, data: Mapping[str, Any],
+                                endpoint: str) -> None:
+        """The CLI retries a 401/403 for minutes though it cannot pass, and a refused connection for minutes
+        in silence: stop the attempt at its first retry. A 401/403 ends the step; a down endpoint goes to the
+        runtime's probe, which says when it is gone and when it is back."""
         status = data.get("error_status")
-        if attempt.fatal or (status not in (401, 403) and data.get("error") != "authentication_failed"):
+        if attempt.fatal:
+            return
+        if status in (401, 403) or data.get("error") == "authentication_failed":
+            attempt.status = status if isinstance(status, int) else 401
+            attempt.error = (f"API Error: {attempt.status} {data.get('error') or 'authentication failed'}: "
+                             f"{endpoint} refused the credentials (check ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)")
+        elif status is None and self.retry is not None \
+                and not await anyio.to_thread.run_sync(endpoint_reachable, endpoint, 2.0):
+            attempt.error = f"API Error: connection to {endpoint} failed: it does not accept connections"
+        else:
             return
         attempt.fatal = True
-        attempt.status = status if isinstance(status, int) else 401
-        attempt.error = (f"API Error: {attempt.status} {data.get('error') or 'authentication failed'}: "
-                         f"{endpoint} refused the credentials (check ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)")
-        asyncio.get_running_loop().create_task(client.interrupt())
+        task = asyncio.get_running_loop().create_task(client.interrupt())
+        attempt.tasks.add(task)
+        task.add_done_callback(attempt.tasks.discard)
 
     def _watch(self, spec: AgentSpec, meter: ContextMeter, attempt: _Attempt, on_event: OnEvent | None) -> None:
         """Mark the crossing, and warn once when the context first comes near it."""

@@ -202,3 +202,29 @@ async def test_a_turn_cap_is_final_not_retried(scripted_api: ScriptedAPI, tmp_pa
     assert not result.ok and result.retries == () and result.attempts == 1, result.errors
     assert result.error is not None and result.error.startswith("error_max_turns")
     assert len(scripted_api.requests) == 1
+
+
+async def test_a_down_endpoint_stops_the_clis_own_retry_loop(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 10: with the CLI's default 10 retries a refused connection was retried for minutes in silence;
+    the runtime stops it at the first retry and waits with its probe, which reports down and back once."""
+    scripted_api.script([tool_use("Bash", {"command": 'python3 -c "import time; time.sleep(1)"'}),
+                         text("back online")])
+    rt = runtime(scripted_api, tmp_path, workspace, retries=None)
+    events: list[Event] = []
+
+    def watch(event: Event) -> None:
+        events.append(event)
+        if event.kind == "tool_call":
+            scripted_api.stop()
+        if event.payload.get("subtype") == "endpoint_down":
+            scripted_api.start()
+
+    result = await rt.run(solo(), "work", on_event=watch)
+    assert result.ok and result.text == "back online", result.errors
+    cli_retries = [e for e in events if e.kind == "retry" and "kind" not in e.payload]
+    assert len(cli_retries) == 1 and cli_retries[0].payload["max_retries"] == 10
+    assert [e.payload["subtype"] for e in events if e.payload.get("subtype", "").startswith("endpoint_")] == [
+        "endpoint_down", "endpoint_back"]
+    assert result.errors and scripted_api.base_url in result.errors[0]
