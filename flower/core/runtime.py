@@ -363,6 +363,8 @@ class Runtime:
 
     async def _retry(self, attempt: _Attempt, tally: _Tally, on_event: OnEvent | None) -> bool:
         kind = classify(attempt.error, attempt.status)
+        if is_context_overflow(attempt.error):  # generations are off: the same session cannot fit again
+            kind = "fatal"
         tally.failures += 1
         endpoint = endpoint_of(self._cli_env())
         if self.retry is None or kind == "fatal" or tally.failures >= self.retry.max_attempts:

@@ -228,3 +228,13 @@ async def test_a_down_endpoint_stops_the_clis_own_retry_loop(
     assert [e.payload["subtype"] for e in events if e.payload.get("subtype", "").startswith("endpoint_")] == [
         "endpoint_down", "endpoint_back"]
     assert result.errors and scripted_api.base_url in result.errors[0]
+
+
+async def test_an_overflow_without_generations_is_not_retried(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 5: an overflow in the same session cannot pass; with generations off it ends the step at once."""
+    scripted_api.script([prompt_too_long()])
+    result = await runtime(scripted_api, tmp_path, workspace, handoff=False).run(solo(), "work")
+    assert not result.ok and result.retries == () and result.attempts == 1
+    assert result.error is not None and "too long" in result.error
