@@ -288,3 +288,21 @@ def test_a_fenced_heading_in_a_handoff_is_content() -> None:
            "## Next\n1. Publish.\n")
     sections = parse_handoff(doc)
     assert sections["next"] == "1. Publish." and "(placeholder)" in sections["doing"]
+
+
+def test_a_model_other_than_the_specs_is_warned_about_and_sets_the_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 3: the gateway serves another model than the spec names: say so, and follow its window."""
+    from flower.core.runtime import Runtime
+    from flower.core.spec import AgentSpec
+
+    monkeypatch.delenv("FLOWER_WINDOW", raising=False)
+    rt = Runtime(tmp_path, run_dir=tmp_path / "runs", workbench=False, env={"ANTHROPIC_MODEL": ""})
+    spec = AgentSpec(name="s", instructions="x", model="claude-opus-5-5")
+    events: list[Event] = []
+    assert rt.threshold(spec) == 750_000
+    rt._use_model(spec, "claude-haiku-4-5", events.append)
+    rt._use_model(spec, "claude-haiku-4-5", events.append)  # the same model again: nothing new
+    assert [e.payload["subtype"] for e in events] == ["model_mismatch", "window"]
+    assert events[1].payload["threshold"] == 150_000 and rt.threshold(spec) == 150_000
