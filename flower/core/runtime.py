@@ -72,6 +72,7 @@ from flower.core.resilience import (
     endpoint_of,
     endpoint_reachable,
     is_final,
+    probe_target,
     wait_for_endpoint,
 )
 from flower.core.steps import StepResult, append_manifest
@@ -379,15 +380,17 @@ class Runtime:
             "kind": kind, "delay": delay, "attempt": number, "max_attempts": most, "endpoint": endpoint}))
         await anyio.sleep(delay)
         timeout = self.retry.probe_timeout
+        target = probe_target(self._cli_env())
 
         def report(state: str, seconds: float) -> None:
-            words = {"down": f"endpoint {endpoint} is unreachable: probing it for up to {timeout:.0f}s",
+            via = f" (through the proxy {target})" if target != endpoint else ""
+            words = {"down": f"endpoint {endpoint} is unreachable{via}: probing it for up to {timeout:.0f}s",
                      "back": f"endpoint {endpoint} is back after {seconds:.0f}s",
                      "gone": f"endpoint {endpoint} still unreachable after {seconds:.0f}s: giving up"}
             emit(on_event, Event("system", words[state], payload={
                 "subtype": f"endpoint_{state}", "endpoint": endpoint, "seconds": round(seconds, 1)}))
 
-        if await wait_for_endpoint(endpoint, timeout=timeout, interval=self.retry.probe_interval, report=report):
+        if await wait_for_endpoint(target, timeout=timeout, interval=self.retry.probe_interval, report=report):
             return True
         attempt.error = f"endpoint {endpoint} did not accept connections for {timeout:.0f}s; last error: {attempt.error}"
         return False
@@ -506,7 +509,7 @@ class Runtime:
             attempt.error = (f"API Error: {attempt.status} {data.get('error') or 'authentication failed'}: "
                              f"{endpoint} refused the credentials (check ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)")
         elif status is None and self.retry is not None \
-                and not await anyio.to_thread.run_sync(endpoint_reachable, endpoint, 2.0):
+                and not await anyio.to_thread.run_sync(endpoint_reachable, probe_target(self._cli_env()), 2.0):
             attempt.error = f"API Error: connection to {endpoint} failed: it does not accept connections"
         else:
             return

@@ -306,3 +306,16 @@ def test_a_model_other_than_the_specs_is_warned_about_and_sets_the_window(
     rt._use_model(spec, "claude-haiku-4-5", events.append)  # the same model again: nothing new
     assert [e.payload["subtype"] for e in events] == ["model_mismatch", "window"]
     assert events[1].payload["threshold"] == 150_000 and rt.threshold(spec) == 150_000
+
+
+def test_behind_a_proxy_the_proxy_is_probed() -> None:
+    """Item 10: with ANTHROPIC_BASE_URL unset the default host is probed, unless the CLI goes through a proxy
+    for it (a direct probe would fail while the CLI works)."""
+    from flower.core.resilience import DEFAULT_ENDPOINT, probe_target
+
+    assert probe_target({}) == DEFAULT_ENDPOINT
+    assert probe_target({"HTTPS_PROXY": "proxy.corp:3128"}) == "http://proxy.corp:3128"
+    assert probe_target({"HTTPS_PROXY": "http://p:1", "NO_PROXY": ".anthropic.com"}) == DEFAULT_ENDPOINT
+    local = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080", "HTTP_PROXY": "http://127.0.0.1:9",
+             "NO_PROXY": "127.0.0.1,localhost"}  # flower.testing's environment
+    assert probe_target(local) == "http://127.0.0.1:8080"
