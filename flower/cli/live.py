@@ -264,7 +264,8 @@ class LiveView:
             self._session_costs[session] = float(cost)
 
     def _on_error(self, event: Event) -> None:
-        self.say(f"x error: {event.text}", "red")
+        if event.text.strip():  # an attempt the runtime stopped itself ends in an empty error result
+            self.say(f"x error: {event.text}", "red")
 
     def _on_retry(self, event: Event) -> None:
         """One line per retry, the runtime's or the CLI's own: attempt n/N, the wait and the endpoint."""
