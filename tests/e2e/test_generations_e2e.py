@@ -238,3 +238,21 @@ async def test_an_overflow_without_generations_is_not_retried(
     result = await runtime(scripted_api, tmp_path, workspace, handoff=False).run(solo(), "work")
     assert not result.ok and result.retries == () and result.attempts == 1
     assert result.error is not None and "too long" in result.error
+
+
+async def test_the_window_follows_the_model_the_session_reports(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 3: the spec says `opus` (no window in the name) and the gateway maps it to a 200k model: the
+    session's init message names that model, and the threshold follows it from the first reply on."""
+    monkeypatch.delenv("FLOWER_WINDOW", raising=False)
+    scripted_api.script([cross(160_000), text(DOC.format(mark="REPORTED")), text("gen two", usage=Usage(input_tokens=5_000))])
+    rt = runtime(scripted_api, tmp_path, workspace, env={"ANTHROPIC_DEFAULT_OPUS_MODEL": "claude-haiku-4-5"})
+    assert rt.threshold(solo(model="opus")) == 750_000  # nothing known before the session
+    events: list[Event] = []
+    result = await rt.run(solo(model="opus"), "task", on_event=events.append)
+    assert scripted_api.requests[0].body["model"] == "claude-haiku-4-5"
+    assert result.ok and len(result.retired) == 1, result.errors
+    window = [e for e in events if e.payload.get("subtype") == "window"]
+    assert window and window[0].payload["threshold"] == 150_000
+    assert any(e.payload.get("subtype") == "model_mismatch" for e in events)
