@@ -47,7 +47,8 @@ _FINAL = re.compile(r"maximum number of turns|error_max_turns|max_turns|error_ma
 _FATAL = re.compile(r"authenticat|invalid.?request|invalid api key|permission|\bnot.?found|"
                     r"unauthori[sz]ed|forbidden|no conversation found", re.IGNORECASE)
 _TRANSIENT = re.compile(r"overloaded|connection|ECONNRESET|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|"
-                        r"EHOSTUNREACH|ENETUNREACH|getaddrinfo|socket|timed? ?out|timeout|"
+                        r"EHOSTUNREACH|ENETUNREACH|ENETDOWN|EPIPE|getaddrinfo|socket|hang up|fetch failed|"
+                        r"can.?t reach|cannot reach|timed? ?out|timeout|"
                         r"rate.?limit|server.?error|temporar|network|unavailable|api_error", re.IGNORECASE)
 _STATUS = re.compile(r"\b(4\d\d|5\d\d)\b")
 
@@ -87,7 +88,7 @@ class RetryPolicy:
     """Longest delay in seconds."""
     probe_timeout: float = 600.0
     """The probe's cap: how long to wait for the endpoint to accept connections again, in seconds."""
-    probe_interval: float = 0.5
+    probe_interval: float = 2.0
     """Seconds between two probes of a down endpoint."""
 
     def __post_init__(self) -> None:

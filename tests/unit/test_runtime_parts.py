@@ -254,6 +254,9 @@ def test_default_headroom_scales_with_the_window(monkeypatch: pytest.MonkeyPatch
     ("API Error: 404 model not found", "fatal"),
     ("error_max_turns: Reached maximum number of turns (3)", "fatal"),  # item 9
     ("You exceeded your current quota, please check your plan", "fatal"),
+    ("TypeError: fetch failed", "transient"),
+    ("API Error: Unable to connect to API (EPIPE)", "transient"),
+    ("CLINotFoundError: Claude Code not found at /x", "fatal"),
 ])
 def test_dns_outages_retry_and_caps_are_final(error: str, kind: str) -> None:
     assert classify(error) == kind
