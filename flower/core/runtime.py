@@ -19,8 +19,10 @@ Invariants:
   write is degraded, lands in `errors`, and two degraded in a row stop the step.
 - The window follows the model in use (the session's init message and replies), and a real overflow caps
   it for the rest of the run (`HandoffPolicy.resolve_window`).
-- Cost: the CLI's `total_cost_usd` is cumulative per session (resumes included), so an attempt costs its
-  last total minus what that session had cost before it.
+- Cost: the CLI's `total_cost_usd` is cumulative within one CLI process, starting from the session's
+  last `cost-state` line when it resumes one, so an attempt costs its last total minus the `cost-state`
+  the resumed transcript holds (what the store gives the CLI; usually none, as the store misses a
+  ClaudeSDKClient session's last lines).
 - A 401/403 the CLI starts retrying stops the attempt at once; every error that ends a step on the API's
   side names the endpoint (ANTHROPIC_BASE_URL or the default host).
 """
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import secrets
 import time
@@ -44,6 +45,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeSDKClient,
     HookMatcher,
+    project_key_for_directory,
     ResultMessage,
     SessionStore,
     SystemMessage,
@@ -96,7 +98,7 @@ class _Attempt:
     status: int | None = None
     cost: float = 0.0
     base_cost: float = 0.0
-    """What this session had cost before this attempt (the CLI's total is cumulative per session)."""
+    """The total the CLI starts this attempt's process from (the resumed transcript's last cost-state)."""
     turns: int = 0
     crossed: bool = False
     stopped: bool = False
@@ -207,8 +209,6 @@ class Runtime:
         """The model the last session reported (init message, then its replies)."""
         self._calibrated: int | None = None
         """The smallest window a real overflow showed in this run."""
-        self._session_costs: dict[str, float] = {}
-        """The CLI's cumulative cost per session id, as last reported."""
 
     def _make_store(self, store: SessionStore | None, project: str | None, **policies: Any) -> SessionStore:
         """The rewriting layer over the injected store (SQLite in run_dir by default); with `project`, every
@@ -247,8 +247,6 @@ class Runtime:
         emit(on_event, Event("step", step, payload={"phase": "start", "resume": resume}))
         meter = ContextMeter()
         tally = _Tally()
-        if resume is not None and resume not in self._session_costs:
-            self._session_costs[resume] = self._recorded_cost(resume)
         session, last = await self._drive(spec, prompt, step, resume, fork, meter, tally, on_event)
         result = StepResult(
             step=step, session_id=session, ok=last.error is None and last.result is not None,
@@ -432,7 +430,7 @@ class Runtime:
         self, spec: AgentSpec, message: str, resume: str | None, fork: bool, meter: ContextMeter,
         tally: _Tally, on_event: OnEvent | None,
     ) -> _Attempt:
-        attempt = _Attempt(session_id=resume, base_cost=self._session_costs.get(resume or "", 0.0))
+        attempt = _Attempt(session_id=resume, base_cost=await self._restored_cost(resume))
         seen_calls: set[str] = set()
         threshold = self.threshold(spec)
         stop_hook = self._stop_hook(attempt, seen_calls) if threshold is not None else None
@@ -536,15 +534,26 @@ class Runtime:
                                           "threshold": threshold}))
 
     def _account(self, attempt: _Attempt, msg: ResultMessage) -> None:
-        """Cost and turns of one query. `total_cost_usd` is the session's running total (SDK-FACTS §10,
-        checked in tests/e2e/test_generations_e2e.py), so the attempt's cost is the total minus the base."""
+        """Cost and turns of one query. `total_cost_usd` is the CLI process's running total from the restored
+        base (docs/sdk-notes.md), so the attempt's cost is its last total minus the base."""
         attempt.turns += msg.num_turns
         total = msg.total_cost_usd
         if total is None:
             return
         attempt.cost = total - attempt.base_cost if total >= attempt.base_cost else total
-        if msg.session_id:
-            self._session_costs[msg.session_id] = total
+
+    async def _restored_cost(self, session: str | None) -> float:
+        """The last `cost-state` total of the transcript a resume hands the CLI (0 for a new session)."""
+        if session is None:
+            return 0.0
+        key = {"project_key": project_key_for_directory(str(self.workspace)), "session_id": session}
+        try:
+            entries = await self.store.load(key) or []  # type: ignore[arg-type]
+        except Exception:  # the resume itself will report a broken store
+            return 0.0
+        totals = [e.get("totalCostUSD") for e in entries if isinstance(e, Mapping) and e.get("type") == "cost-state"]
+        known = [t for t in totals if isinstance(t, (int, float))]
+        return float(known[-1]) if known else 0.0
 
     def _settle(self, attempt: _Attempt, msg: ResultMessage) -> None:
         attempt.result = msg
@@ -645,20 +654,8 @@ class Runtime:
             "policies": self._policies,
             "window": self.window(spec),
             "model": self._model,
-            "session_cost_usd": self._session_costs.get(result.session_id or ""),
         }
         append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result), **where})
-
-    def _recorded_cost(self, session_id: str) -> float:
-        """The cumulative cost a session had at its last recorded step (0 when this run dir never saw it)."""
-        path = self.run_dir / "manifest.json"
-        try:
-            rows = json.loads(path.read_text()).get("steps", []) if path.exists() else []
-        except (OSError, ValueError):
-            return 0.0
-        costs = [r.get("session_cost_usd") for r in rows if isinstance(r, dict) and r.get("session_id") == session_id]
-        known = [c for c in costs if isinstance(c, (int, float))]
-        return float(known[-1]) if known else 0.0
 
 
 def rewrite_policies(store: Any) -> dict[str, Any]:

@@ -167,15 +167,17 @@ async def test_a_down_endpoint_is_reported_once_each_way(
 
 
 async def test_cost_is_not_counted_twice(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
-    """The CLI's `total_cost_usd` is the session's running total (checked here on the reference session), so
-    summing it per query counted the handoff round's session twice. Every reply has the same usage, so the
-    step costs exactly (requests x the price of one)."""
+    """The CLI's `total_cost_usd` is its process's running total (checked here on the reference session), so
+    summing it per query counted the handoff round's session twice; a store-backed resume starts a new total.
+    Every reply has the same usage, so a step costs exactly (requests x the price of one)."""
     same = Usage(input_tokens=160_000, output_tokens=10)
     scripted_api.script([tool_use("Bash", {"command": "echo work"}, usage=same),
-                         Reply((Text(DOC.format(mark="COST")),), usage=same), Reply((Text("two"),), usage=same)])
+                         Reply((Text(DOC.format(mark="COST")),), usage=same), Reply((Text("two"),), usage=same),
+                         Reply((Text("resumed"),), usage=same)])
     rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=200_000))
     result = await rt.run(solo(), "task")
     assert result.ok and len(result.retired) == 1 and len(scripted_api.requests) == 3
+    resumed = await rt.run(solo(), "more", resume=result.session_id)  # a new CLI process on the same session
     reference = ScriptedAPI([Reply((Text("a"),), usage=same), Reply((Text("b"),), usage=same)]).start()
     try:
         totals: list[float] = []
@@ -192,6 +194,7 @@ async def test_cost_is_not_counted_twice(scripted_api: ScriptedAPI, tmp_path: Pa
     one = totals[0]
     assert totals[1] == pytest.approx(2 * one)  # cumulative within a session
     assert result.cost_usd == pytest.approx(3 * one, rel=1e-4)
+    assert resumed.cost_usd == pytest.approx(one, rel=1e-4)  # neither 0 nor the session's total
 
 
 async def test_a_turn_cap_is_final_not_retried(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
