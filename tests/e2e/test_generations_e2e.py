@@ -131,7 +131,7 @@ async def test_a_401_stops_at_once_and_names_the_endpoint(
     result = await runtime(scripted_api, tmp_path, workspace, retries=None).run(solo(), "work", on_event=events.append)
     assert not result.ok and result.error is not None
     assert "401" in result.error and scripted_api.base_url in result.error
-    assert len(scripted_api.requests) <= 3  # of the CLI's 11 (default 10 retries)
+    assert len(scripted_api.requests) <= 5  # of the CLI's 11 (default 10 retries, 0.5 s doubling)
     assert result.retries == ()
 
 
@@ -227,7 +227,8 @@ async def test_a_down_endpoint_stops_the_clis_own_retry_loop(
     result = await rt.run(solo(), "work", on_event=watch)
     assert result.ok and result.text == "back online", result.errors
     cli_retries = [e for e in events if e.kind == "retry" and "kind" not in e.payload]
-    assert len(cli_retries) == 1 and cli_retries[0].payload["max_retries"] == 10
+    # stopped at the first retry (a second may slip in on a loaded machine; the CLI would make ten)
+    assert 1 <= len(cli_retries) <= 2 and cli_retries[0].payload["max_retries"] == 10
     assert [e.payload["subtype"] for e in events if e.payload.get("subtype", "").startswith("endpoint_")] == [
         "endpoint_down", "endpoint_back"]
     assert result.errors and scripted_api.base_url in result.errors[0]
