@@ -35,6 +35,7 @@ from typing import Any
 from flower.core import texts
 from flower.core.compact import CompactMode, CompactPolicy
 from flower.core.sections import parse_sections
+from flower.core.confined import Confined
 from flower.errors import ConfigError
 
 __all__ = [
@@ -208,20 +209,26 @@ def handoff_name(step: str) -> str:
     return slug
 
 
-def save_handoff(notes: Path, step: str, text: str) -> Path:
-    """Write `notes/handoff-<step>.md`, archiving an earlier one under notes/handoffs/."""
-    notes.mkdir(parents=True, exist_ok=True)
+def save_handoff(notes: Path | Confined, step: str, text: str) -> Path:
+    """Write `notes/handoff-<step>.md`, archiving an earlier one under notes/handoffs/.
+
+    Given a `Confined` folder (the workbench's notes), no symlink below its anchor is followed; a plain
+    `Path` is its own anchor."""
+    if not isinstance(notes, Confined):
+        notes.mkdir(parents=True, exist_ok=True)
+        notes = Confined(os.path.realpath(notes))
     slug = handoff_name(step)
-    path = notes / f"handoff-{slug}.md"
-    if path.exists():
-        archive = notes / "handoffs"
-        archive.mkdir(exist_ok=True)
-        stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-        path.replace(archive / f"handoff-{slug}-{stamp}.md")
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    name = f"handoff-{slug}.md"
+    with notes.open() as fd:
+        try:
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            info = None
+    if info is not None:
+        stamp = datetime.fromtimestamp(info.st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        notes.replace(name, notes.child("handoffs"), f"handoff-{slug}-{stamp}.md")
+    notes.write_atomic(name, (text if text.endswith("\n") else text + "\n").encode("utf-8"), prefix=f".{name}.")
+    return notes.path / name
 
 
 def degraded_handoff(prompt: str, last_text: str, reason: str) -> str:

@@ -78,7 +78,7 @@ from flower.core.resilience import (
     wait_for_endpoint,
 )
 from flower.core.steps import StepResult, append_manifest
-from flower.errors import ConfigError
+from flower.errors import ConfigError, StoredDataError, UnsafePathError
 from functools import partial
 from flower.core.dispatch import Rewrite, check_isolation, dispatch_guard, isolated_types, isolation_input
 
@@ -108,6 +108,9 @@ class _Attempt:
     """Why the handoff is the runtime's fallback, not the session's own document."""
     interrupted: bool = False
     fatal: bool = False
+    """Retrying cannot help: the CLI was retrying an error that cannot pass (401/403), or the failure is
+    deterministic (stored data that cannot be read, a refused path)."""
+    cut: bool = False
     """The runtime stopped the CLI's own retries: a 401/403 cannot pass, and a down endpoint is the
     runtime's to wait for (with reports), not the CLI's to retry blindly for minutes."""
     tasks: set[Any] = field(default_factory=set)
@@ -152,6 +155,18 @@ _SAMPLES = 5
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _deterministic(exc: BaseException) -> bool:
+    """Whether `exc` or an exception it was raised from is one that repeats on every attempt."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (StoredDataError, UnsafePathError, ConfigError)):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _policy(value: bool | Any, default: Any) -> Any:
@@ -364,7 +379,7 @@ class Runtime:
             message = texts.RESUME_AFTER_ERROR
 
     async def _retry(self, attempt: _Attempt, tally: _Tally, on_event: OnEvent | None) -> bool:
-        kind = classify(attempt.error, attempt.status)
+        kind = "fatal" if attempt.fatal else classify(attempt.error, attempt.status)
         if is_context_overflow(attempt.error):  # generations are off: the same session cannot fit again
             kind = "fatal"
         tally.failures += 1
@@ -414,7 +429,7 @@ class Runtime:
         return self.workbench.first_message(prompt, self.placement)
 
     def _save(self, step: str, doc: str) -> Path:
-        notes = self.workbench.notes if self.workbench is not None else self.run_dir / "notes"
+        notes = self.workbench.folder("notes") if self.workbench is not None else self.run_dir / "notes"
         return save_handoff(notes, step, doc)
 
     def _next_generation(self, step: str, doc: str, generation: int) -> tuple[str, Path]:
@@ -448,6 +463,9 @@ class Runtime:
                 await self._ask_handoff(client, attempt, tally, on_event)
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
             attempt.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            # The SDK wraps a failing SessionStore.load() in a RuntimeError (resume materialization); a
+            # deterministic cause under it (unreadable stored row, refused path) is fatal at once.
+            attempt.fatal = attempt.fatal or _deterministic(exc)
         finally:
             self._client = None
             if client is not None:
@@ -503,18 +521,19 @@ class Runtime:
         in silence: stop the attempt at its first retry. A 401/403 ends the step; a down endpoint goes to the
         runtime's probe, which says when it is gone and when it is back."""
         status = data.get("error_status")
-        if attempt.fatal:
+        if attempt.cut:
             return
         if status in (401, 403) or data.get("error") == "authentication_failed":
             attempt.status = status if isinstance(status, int) else 401
             attempt.error = (f"API Error: {attempt.status} {data.get('error') or 'authentication failed'}: "
                              f"{endpoint} refused the credentials (check ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)")
+            attempt.fatal = True
         elif status is None and self.retry is not None \
                 and not await anyio.to_thread.run_sync(endpoint_reachable, probe_target(self._cli_env()), 2.0):
             attempt.error = f"API Error: connection to {endpoint} failed: it does not accept connections"
         else:
             return
-        attempt.fatal = True
+        attempt.cut = True
         task = asyncio.get_running_loop().create_task(client.interrupt())
         attempt.tasks.add(task)
         task.add_done_callback(attempt.tasks.discard)
@@ -559,7 +578,7 @@ class Runtime:
         attempt.result = msg
         attempt.session_id = msg.session_id or attempt.session_id
         self._account(attempt, msg)
-        if attempt.fatal:
+        if attempt.cut:  # the runtime stopped this attempt and already said why
             return
         if self._interrupt is not None and msg.subtype == "error_during_execution":
             attempt.interrupted = True

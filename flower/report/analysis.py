@@ -118,6 +118,8 @@ class PruneStats:
     orphans_healed: int = 0
     chars_saved: int = 0
     main_chars_saved: int = 0
+    skipped: int = 0
+    """Things the rewrite left as stored because it could not understand them (odd stored shapes)."""
 
 
 @dataclass(frozen=True)
@@ -304,7 +306,7 @@ def _spills(records: Iterable[Mapping[str, Any]], calls: Mapping[str, str]) -> S
 
 
 _PRUNE_FIELDS = ("expired", "denials_dropped", "trimmed", "api_errors_dropped", "interrupts_neutralised",
-                 "orphans_healed", "chars_saved")
+                 "orphans_healed", "chars_saved", "skipped")
 
 
 def _pruned(main: Mapping[str, Sequence[Entry]], subs: Mapping[str, Sequence[Entry]]) -> PruneStats:
@@ -314,7 +316,7 @@ def _pruned(main: Mapping[str, Sequence[Entry]], subs: Mapping[str, Sequence[Ent
     main_saved = 0
     for is_main, transcripts in ((True, main), (False, subs)):
         for entries in transcripts.values():
-            _, report = rewrite([dict(e) for e in entries])
+            _, report = rewrite([dict(e) if isinstance(e, Mapping) else e for e in entries])
             totals.update({name: getattr(report, name) for name in _PRUNE_FIELDS})
             main_saved += report.chars_saved if is_main else 0
     return PruneStats(**{name: totals[name] for name in _PRUNE_FIELDS}, main_chars_saved=main_saved)
