@@ -385,7 +385,8 @@ class Runtime:
         tally.failures += 1
         endpoint = endpoint_of(self._cli_env())
         if self.retry is None or kind == "fatal" or tally.failures >= self.retry.max_attempts:
-            if not is_final(attempt.error) and endpoint not in (attempt.error or ""):
+            api_side = attempt.status is not None or "API Error" in (attempt.error or "") or kind != "fatal"
+            if api_side and not is_final(attempt.error) and endpoint not in (attempt.error or ""):
                 attempt.error = f"{attempt.error} (endpoint {endpoint})"
             return False
         delay = self.retry.delay(tally.failures)
