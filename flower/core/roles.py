@@ -72,6 +72,9 @@ def worker(
     check_common(owner, model=model, effort=effort, max_turns=max_turns, permission_mode=permission_mode)
     if skills is not None and (isinstance(skills, str) or not all(isinstance(x, str) for x in skills)):
         raise ConfigError(f"{owner}: skills must be a list of skill names, not {skills!r}")
+    for flag, value in (("discipline", discipline), ("isolate", isolate)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{owner}: {flag} must be True or False, not {value!r}")
     body = prompt.strip() + ("\n\n" + texts.WORKER_RULES if discipline else "")
     definition = AgentDefinition(
         description=description.strip(),
