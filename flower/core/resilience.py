@@ -16,12 +16,17 @@ import re
 import socket
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import anyio
 
-__all__ = ["Kind", "RetryPolicy", "classify", "endpoint_reachable", "wait_for_endpoint"]
+from flower.core import texts
+
+__all__ = [
+    "Kind", "RetryPolicy", "WORKER_CUT_OFF", "classify", "endpoint_reachable", "redispatch_hook", "wait_for_endpoint",
+    "worker_cut_off",
+]
 
 Kind = Literal["fatal", "transient", "unknown"]
 
@@ -90,3 +95,33 @@ async def wait_for_endpoint(base_url: str | None, *, timeout: float, interval: f
         if time.monotonic() >= deadline:
             return False
         await anyio.sleep(interval)
+
+
+# --- workers cut off by a transient API failure (issue #16 item 16) -----------------------------------------
+
+WORKER_CUT_OFF = "Agent terminated early"
+"""How the bundled CLI (2.1.332) begins the failed Agent tool result of a subagent whose API calls failed past
+its own retries: `Agent terminated early due to an API error: API Error: 529 Overloaded ...` (is_error;
+also `PostToolUseFailure.error` and the `task_updated`/`task_notification` messages; docs/sdk-notes.md)."""
+
+
+def worker_cut_off(text: object) -> bool:
+    """Whether a tool result (or hook `error`) says a worker was cut off by an API failure."""
+    if isinstance(text, list):  # content blocks
+        text = "".join(b.get("text", "") for b in text if isinstance(b, dict))
+    return isinstance(text, str) and text.lstrip().removeprefix("Error: ").startswith(WORKER_CUT_OFF)
+
+
+def redispatch_hook() -> Any:
+    """PostToolUseFailure callback for Agent: when a worker was cut off by an API failure, tell the thread
+    that dispatched it (coordinator or lead) that the work is not done and to dispatch it again."""
+
+    async def _redispatch(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+        error = input_data.get("error")
+        if not worker_cut_off(error):
+            return {}
+        reason = " ".join(str(error).split())[:300]
+        return {"hookSpecificOutput": {"hookEventName": "PostToolUseFailure",
+                                       "additionalContext": texts.WORKER_REDISPATCH.format(error=reason)}}
+
+    return _redispatch

@@ -36,7 +36,9 @@ from claude_agent_sdk import (
     ResultMessage,
     SessionStore,
     TextBlock,
+    ToolResultBlock,
     ToolUseBlock,
+    UserMessage,
 )
 
 from flower.core import texts
@@ -53,7 +55,7 @@ from flower.core.handoff import (
     parse_handoff,
     save_handoff,
 )
-from flower.core.resilience import RetryPolicy, classify, wait_for_endpoint
+from flower.core.resilience import RetryPolicy, classify, redispatch_hook, wait_for_endpoint, worker_cut_off
 from flower.core.steps import StepResult, append_manifest
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
 
@@ -80,6 +82,8 @@ class _Attempt:
     interrupted: bool = False
     fatal: bool = False
     """The failure is deterministic (stored data that cannot be read, a refused path): retrying cannot help."""
+    worker_errors: list[str] = field(default_factory=list)
+    """Workers cut off by a transient API failure (their dispatcher was told to dispatch them again)."""
 
 
 @dataclass
@@ -99,6 +103,7 @@ class _Tally:
         self.turns += attempt.turns
         if attempt.error:
             self.errors.append(attempt.error)
+        self.errors.extend(attempt.worker_errors)
 
 
 def _now() -> str:
@@ -365,6 +370,23 @@ class Runtime:
                 seen_calls.update(b.id for b in msg.content if isinstance(b, ToolUseBlock))
             elif isinstance(msg, ResultMessage):
                 self._settle(attempt, msg)
+            if isinstance(msg, UserMessage) and isinstance(msg.content, list):
+                self._worker_failures(msg, attempt, on_event)
+
+    @staticmethod
+    def _worker_failures(msg: UserMessage, attempt: _Attempt, on_event: OnEvent | None) -> None:
+        """A worker cut off by an API failure past the CLI's retries ends its Agent call with an error
+        result and the run would go on as if nothing happened: record it and say so (issue #16 item 16)."""
+        for block in msg.content:
+            if isinstance(block, ToolResultBlock) and block.is_error and worker_cut_off(block.content):
+                content = block.content
+                text = content if isinstance(content, str) else " ".join(
+                    b.get("text", "") for b in content or [] if isinstance(b, dict))
+                line = f"worker cut off ({block.tool_use_id}): {' '.join(text.split())}"
+                attempt.worker_errors.append(line)
+                emit(on_event, Event("error", line, payload={"subtype": "worker_cut_off",
+                                                             "tool_use_id": block.tool_use_id,
+                                                             "parent_tool_use_id": msg.parent_tool_use_id}))
 
     def _watch(self, meter: ContextMeter, threshold: int, attempt: _Attempt, on_event: OnEvent | None) -> None:
         """Mark the crossing, and warn once when the context first comes within 20k tokens of it."""
@@ -444,6 +466,7 @@ class Runtime:
             spill_guard(wb, self.spill_threshold) if wb is not None else None,
             {"PostToolUse": [stop_hook]} if stop_hook is not None else None,
             {"PreToolUse": [approve_subagents(leads=spec.leads)]},
+            {"PostToolUseFailure": [HookMatcher(matcher="Agent|Task", hooks=[redispatch_hook()])]},
         )
         options = build_options(
             spec, cwd=self.workspace, session_store=self.store, resume=resume, fork=fork,

@@ -178,3 +178,11 @@ RESUME_AFTER_INTERRUPT = (
     "The run was interrupted on purpose. A call that was cancelled by the interruption is not a fault: "
     "it may have run in part, so check its effect before repeating it, then continue.{message}"
 )
+
+# Issue #16 item 16: added to the Agent tool's failed result when a worker was cut off by a transient API
+# failure (the CLI's own retries exhausted). {error} is the CLI's one-line reason.
+WORKER_REDISPATCH = (
+    "[flower: this worker was cut off by a transient API failure, not by its task ({error}). Its work is NOT "
+    "done and nothing it reported can be trusted. Dispatch it again with the same prompt; check first what "
+    "it may have changed already.]"
+)
