@@ -24,7 +24,13 @@ import anyio
 from flower.core import texts
 
 __all__ = [
-    "Kind", "RetryPolicy", "WORKER_CUT_OFF", "classify", "endpoint_reachable", "redispatch_hook", "wait_for_endpoint",
+    "WORKER_CUT_OFF",
+    "Kind",
+    "RetryPolicy",
+    "classify",
+    "endpoint_reachable",
+    "redispatch_hook",
+    "wait_for_endpoint",
     "worker_cut_off",
 ]
 

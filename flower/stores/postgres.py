@@ -231,7 +231,11 @@ class PostgresSessionStore(SessionStore):
 
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         rows = await self._fetch("summaries", (project_key,))
-        return [{"session_id": sid, "mtime": mtime, "data": json.loads(data)} for sid, mtime, data in rows]
+        return [
+            {"session_id": sid, "mtime": mtime,
+             "data": dict(_common.parse_row(data, store=self.where, key=f"{project_key}/{sid}", row="summary"))}
+            for sid, mtime, data in rows
+        ]
 
     async def delete(self, key: SessionKey) -> None:
         tkey = TranscriptKey.of(key)

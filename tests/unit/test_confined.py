@@ -220,7 +220,7 @@ def test_trim_replaces_a_planted_symlink_at_the_spill_name(ws: Path, outside: Pa
     folder.mkdir(parents=True)
     (folder / spill_name(body)).symlink_to(outside / "keep.txt")
     entries = transcript_with_results(2, "y" * 3000)
-    out, report = trim_results(entries, workspace=ws, policy=TrimPolicy(keep_recent=1, min_chars=100))
+    _, report = trim_results(entries, workspace=ws, policy=TrimPolicy(keep_recent=1, min_chars=100))
     assert report.trimmed == 1 and (folder / spill_name(body)).read_text() == body
     assert not (folder / spill_name(body)).is_symlink()
     assert snapshot(outside) == {"keep.txt": b"attacker's file\n"}

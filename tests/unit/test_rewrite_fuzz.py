@@ -32,7 +32,7 @@ MUTATIONS = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(index: int) -> tuple[Any, ...]:
     return tuple(read_jsonl(PATHS[index]).entries)
 
@@ -188,7 +188,7 @@ def test_the_store_reports_what_it_skipped(tmp_path: Path) -> None:
 
 # --- the four reproduced shapes, built exactly -------------------------------------------------------------
 
-from tests.data.transcripts import Transcript, bash, text  # noqa: E402
+from tests.data.transcripts import Transcript, bash, text
 
 
 def _orphan_then(shape: str) -> list[Any]:
