@@ -200,3 +200,34 @@ def test_a_non_json_row_is_one_stored_data_error(server: dict[str, Any], schema:
     with pytest.raises(StoreError, match="entry 0 is a int"):
         anyio.run(store.append, KEY, [7])
     anyio.run(store.aclose)
+
+
+def test_the_sdks_batch_retry_lands_a_batch_whose_first_append_timed_out(
+    server: dict[str, Any], schema: str, proxy: FreezableProxy
+) -> None:
+    """The SDK's own mirror batcher retries an adapter error (not its own 60 s timeout): our deadline turns a
+    frozen server into such an error, and once the server answers again the retry stores the batch once."""
+    from claude_agent_sdk._internal.transcript_mirror_batcher import TranscriptMirrorBatcher
+
+    dsn = make_conninfo(DSN, host="127.0.0.1", port=proxy.port)
+    store = PostgresSessionStore(dsn, schema=schema, connect_timeout=1, statement_timeout=2, lock_timeout=1)
+    errors: list[str] = []
+
+    async def on_error(key: Any, message: str) -> None:
+        errors.append(message)
+
+    async def scenario() -> float:
+        await store.append(KEY, batch("warm"))
+        batcher = TranscriptMirrorBatcher(store=store, projects_dir="/projects", on_error=on_error)
+        batcher.enqueue("/projects/-p/s1.jsonl", batch("mirrored", 50))
+        proxy.freeze()
+        threading.Timer(3.5, proxy.thaw).start()  # thawed during the batcher's second attempt
+        start = time.monotonic()
+        await batcher.flush()
+        took = time.monotonic() - start
+        await store.aclose()
+        return took
+
+    took = anyio.run(scenario)
+    assert errors == [] and 3 < took < 15
+    assert stored(schema) == [f"warm-{i}" for i in range(5)] + [f"mirrored-{i}" for i in range(50)]
