@@ -22,6 +22,7 @@ from flower.core import texts
 from flower.core.spec import AgentSpec, Effort, PermissionMode
 from flower.core.compact import CompactPolicy
 from flower.errors import ConfigError
+from flower.core.dispatch import mark_isolated
 
 __all__ = ["COORDINATOR_TOOLS", "WEB_TOOLS", "WORKER_TOOLS", "coordinator", "worker"]
 
@@ -41,12 +42,16 @@ def worker(
     permission_mode: PermissionMode | None = None,
     skills: Sequence[str] | None = None,
     discipline: bool = True,
+    isolate: bool = False,
 ) -> AgentDefinition:
-    """A subagent: `description` is what the coordinator chooses by; the worker rules are appended to `prompt`."""
+    """A subagent: `description` is what the coordinator chooses by; the worker rules are appended to `prompt`.
+
+    `isolate=True` runs each of its dispatches in its own git worktree (L-13, `flower.core.dispatch`).
+    """
     if not description.strip() or not prompt.strip():
         raise ConfigError("worker() needs a non-empty description and prompt")
     body = prompt.strip() + ("\n\n" + texts.WORKER_RULES if discipline else "")
-    return AgentDefinition(
+    definition = AgentDefinition(
         description=description.strip(),
         prompt=body,
         tools=list(tools) if tools is not None else list(WORKER_TOOLS),
@@ -56,6 +61,7 @@ def worker(
         permissionMode=permission_mode,
         skills=list(skills) if skills is not None else None,
     )
+    return mark_isolated(definition) if isolate else definition
 
 
 def _merged_web_tools(workers: Mapping[str, AgentDefinition]) -> list[str]:

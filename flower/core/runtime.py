@@ -58,6 +58,8 @@ from flower.core.handoff import (
 from flower.core.resilience import RetryPolicy, classify, redispatch_hook, wait_for_endpoint, worker_cut_off
 from flower.core.steps import StepResult, append_manifest
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
+from functools import partial
+from flower.core.dispatch import Rewrite, check_isolation, dispatch_guard, isolated_types, isolation_input
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
@@ -204,6 +206,7 @@ class Runtime:
         step = step_name or spec.name
         started, clock = _now(), time.monotonic()
         self._interrupt = None  # an interrupt that arrived after the last step ended is void
+        check_isolation(spec, self.workspace)
         if self.workbench is not None:
             self.workbench.refresh()
         emit(on_event, Event("step", step, payload={"phase": "start", "resume": resume}))
@@ -455,14 +458,19 @@ class Runtime:
     def _options(self, spec: AgentSpec, resume: str | None, fork: bool, stop_hook: HookMatcher | None) -> Any:
         from flower.core.guard import merge_hooks
         from flower.core.spill import spill_guard
-        from flower.core.workbench import workbench_hooks
+        from flower.core.workbench import relay_input, workbench_hooks
 
         wb = self.workbench if spec.workbench else None
         env = dict(self.env)
         if self.handoff is not None and spec.compact is None:
             env.update(CompactPolicy("no_summary").env())
+        rewrites: list[Rewrite] = [partial(relay_input, wb)] if wb is not None else []
+        isolated = isolated_types(spec)
+        if isolated:
+            rewrites.append(partial(isolation_input, isolated=isolated))
         hooks = merge_hooks(
-            workbench_hooks(wb) if wb is not None else None,
+            workbench_hooks(wb, relay=False) if wb is not None else None,
+            {"PreToolUse": [dispatch_guard(rewrites)]} if rewrites else None,
             spill_guard(wb, self.spill_threshold) if wb is not None else None,
             {"PostToolUse": [stop_hook]} if stop_hook is not None else None,
             {"PreToolUse": [approve_subagents(leads=spec.leads)]},
