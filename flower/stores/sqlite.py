@@ -401,7 +401,16 @@ def _open(path: Path) -> sqlite3.Connection:
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"session store {path} cannot be opened: {exc}") from None
     try:
-        version = _schema_version(conn, path)
+        try:
+            version = _schema_version(conn, path)
+        except StoreError as exc:
+            cause = exc.__context__
+            if isinstance(cause, sqlite3.OperationalError) and _cannot_open(cause) and path.is_file():
+                raise StoreError(
+                    f"session store {path} is on a read-only filesystem or folder ({cause}): a run must write "
+                    "it; report, preview and sessions read it read-only"
+                ) from None
+            raise
         if version > 0:
             _check_integrity(conn, path)
         if version < SCHEMA_VERSION:

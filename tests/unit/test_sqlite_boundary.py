@@ -111,3 +111,10 @@ def test_report_reads_a_store_on_a_read_only_filesystem(tmp_path: Path) -> None:
     report = json.loads(done.stdout)
     assert report["sessions"] == [KEY["session_id"]]
     assert "not a flower session store" not in done.stderr
+    opening = (f"from flower.stores.sqlite import SqliteSessionStore\ntry:\n SqliteSessionStore('{runs}/sessions.db')"
+               "\nexcept Exception as e:\n print(e)")
+    script = (f"mount --bind {runs} {runs} && mount -o remount,ro,bind {runs} && cd {REPO} && "
+              f"{python} -c \"{opening}\"")
+    refused = subprocess.run(["unshare", "-m", "sh", "-c", script], check=False, capture_output=True, text=True,
+                             timeout=120)
+    assert "is on a read-only filesystem or folder" in refused.stdout, refused.stderr
