@@ -111,11 +111,15 @@ its own retries: `Agent terminated early due to an API error: API Error: 529 Ove
 also `PostToolUseFailure.error` and the `task_updated`/`task_notification` messages; docs/sdk-notes.md)."""
 
 
+_CUT_OFF = re.compile(r'(?:Error: |Agent "[^"\n]*" failed: )?' + re.escape(WORKER_CUT_OFF))
+
+
 def worker_cut_off(text: object) -> bool:
-    """Whether a tool result (or hook `error`) says a worker was cut off by an API failure."""
+    """Whether a tool result, hook `error` or task-notification summary says a worker was cut off by an API
+    failure (a background worker's summary reads `Agent "<description>" failed: Agent terminated early ...`)."""
     if isinstance(text, list):  # content blocks
         text = "".join(b.get("text", "") for b in text if isinstance(b, dict))
-    return isinstance(text, str) and text.lstrip().removeprefix("Error: ").startswith(WORKER_CUT_OFF)
+    return isinstance(text, str) and _CUT_OFF.match(text.lstrip()) is not None
 
 
 def redispatch_hook() -> Any:

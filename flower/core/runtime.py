@@ -35,6 +35,7 @@ from claude_agent_sdk import (
     HookMatcher,
     ResultMessage,
     SessionStore,
+    TaskNotificationMessage,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -86,6 +87,8 @@ class _Attempt:
     """The failure is deterministic (stored data that cannot be read, a refused path): retrying cannot help."""
     worker_errors: list[str] = field(default_factory=list)
     """Workers cut off by a transient API failure (their dispatcher was told to dispatch them again)."""
+    cut_off: set[str] = field(default_factory=set)
+    """Agent call ids already recorded in `worker_errors` (a result and a task notification both say it)."""
 
 
 @dataclass
@@ -374,22 +377,28 @@ class Runtime:
             elif isinstance(msg, ResultMessage):
                 self._settle(attempt, msg)
             if isinstance(msg, UserMessage) and isinstance(msg.content, list):
-                self._worker_failures(msg, attempt, on_event)
+                for block in msg.content:
+                    if isinstance(block, ToolResultBlock) and block.is_error and worker_cut_off(block.content):
+                        self._worker_cut_off(attempt, on_event, block.tool_use_id, block.content,
+                                             msg.parent_tool_use_id)
+            elif isinstance(msg, TaskNotificationMessage) and msg.status == "failed" and worker_cut_off(msg.summary):
+                self._worker_cut_off(attempt, on_event, msg.tool_use_id or msg.task_id, msg.summary, None)
 
     @staticmethod
-    def _worker_failures(msg: UserMessage, attempt: _Attempt, on_event: OnEvent | None) -> None:
+    def _worker_cut_off(attempt: _Attempt, on_event: OnEvent | None, call: str, content: Any,
+                        parent: str | None) -> None:
         """A worker cut off by an API failure past the CLI's retries ends its Agent call with an error
-        result and the run would go on as if nothing happened: record it and say so (issue #16 item 16)."""
-        for block in msg.content:
-            if isinstance(block, ToolResultBlock) and block.is_error and worker_cut_off(block.content):
-                content = block.content
-                text = content if isinstance(content, str) else " ".join(
-                    b.get("text", "") for b in content or [] if isinstance(b, dict))
-                line = f"worker cut off ({block.tool_use_id}): {' '.join(text.split())}"
-                attempt.worker_errors.append(line)
-                emit(on_event, Event("error", line, payload={"subtype": "worker_cut_off",
-                                                             "tool_use_id": block.tool_use_id,
-                                                             "parent_tool_use_id": msg.parent_tool_use_id}))
+        (foreground: the tool result; background: a task notification) and the run would go on as if nothing
+        happened: record it once per call and say so (issue #16 item 16)."""
+        if call in attempt.cut_off:
+            return
+        attempt.cut_off.add(call)
+        text = content if isinstance(content, str) else " ".join(
+            b.get("text", "") for b in content or [] if isinstance(b, dict))
+        line = f"worker cut off ({call}): {' '.join(text.split())}"
+        attempt.worker_errors.append(line)
+        emit(on_event, Event("error", line, payload={"subtype": "worker_cut_off", "tool_use_id": call,
+                                                     "parent_tool_use_id": parent}))
 
     def _watch(self, meter: ContextMeter, threshold: int, attempt: _Attempt, on_event: OnEvent | None) -> None:
         """Mark the crossing, and warn once when the context first comes within 20k tokens of it."""

@@ -23,6 +23,7 @@ CLI_TEXT = ("Agent terminated early due to an API error: API Error: 529 Overload
         (CLI_TEXT, True),
         ("Error: " + CLI_TEXT, True),  # the tool_use_result form
         ([{"type": "text", "text": CLI_TEXT}], True),  # content blocks
+        ('Agent "do work" failed: ' + CLI_TEXT, True),  # a background worker's task-notification summary
         ("The agent said: Agent terminated early is a phrase", False),  # not at the start
         ("Exit code 1", False),
         (None, False),
