@@ -120,6 +120,7 @@ def _economics(report: Report, workbench_note: str) -> Table:
         ("workbench", workbench_note),
         ("cache-hit rate", _pct(report.cache_hit_rate)),
         ("cost", "unknown" if report.cost_usd is None else f"${report.cost_usd:,.4f} ({report.cost_source})"),
+        ("tool errors: main / subagents", f"{report.main.tool_errors:,} / {report.subagents.tool_errors:,}"),
     ]
     if wb is not None:
         rows.insert(
