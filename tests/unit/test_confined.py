@@ -231,3 +231,15 @@ def test_spill_text_with_a_plain_path_is_its_own_anchor(tmp_path: Path) -> None:
     assert path.read_text() == "hello" and path.parent == tmp_path.resolve()
     with pytest.raises(UnsafePathError):
         Confined(tmp_path, ("..", "x"))
+
+
+def test_a_symlinked_workbench_file_is_listed_but_never_read(ws: Path, outside: Path) -> None:
+    """The index reads a file's first lines for its description: a symlink to a file outside the workspace
+    must not carry that file's text into INDEX.md or the prompt."""
+    (outside / "secret.py").write_text("# desc: TOP-SECRET-LINE\n")
+    wb = Workbench(ws).ensure()
+    (wb.scripts / "check.py").symlink_to(outside / "secret.py")
+    (wb.scripts / "own.py").write_text("# desc: my own check\n")
+    listing = wb.listing_block()
+    assert "scripts/check.py" in listing and "my own check" in listing
+    assert "TOP-SECRET-LINE" not in listing and "TOP-SECRET-LINE" not in wb.index_text()
