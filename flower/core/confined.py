@@ -52,8 +52,10 @@ def resolve_inside(workspace: str | os.PathLike[str], rel: str | os.PathLike[str
 
 
 def _refusal(path: Path, error: OSError) -> UnsafePathError:
-    what = "a symlink" if os.path.islink(path) else "not a regular folder or file"
-    return UnsafePathError(f"{path} is {what}: refusing to follow it out of the workbench ({error.strerror})")
+    if os.path.islink(path):
+        return UnsafePathError(f"{path} is a symlink: refusing to follow it (nothing of the workbench is written "
+                               "through a symlink)")
+    return UnsafePathError(f"{path} is in the way: {error.strerror.lower() if error.strerror else error}")
 
 
 class Confined:
