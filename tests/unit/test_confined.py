@@ -243,3 +243,12 @@ def test_a_symlinked_workbench_file_is_listed_but_never_read(ws: Path, outside: 
     listing = wb.listing_block()
     assert "scripts/check.py" in listing and "my own check" in listing
     assert "TOP-SECRET-LINE" not in listing and "TOP-SECRET-LINE" not in wb.index_text()
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", ".", "", "x\0y"])
+def test_file_operations_take_plain_names_only(tmp_path: Path, name: str) -> None:
+    folder = Confined(tmp_path, ("f",))
+    for call in (lambda: folder.write_atomic(name, b"x"), lambda: folder.append(name, b"x"),
+                 lambda: folder.read_bytes(name), lambda: folder.lexists(name)):
+        with pytest.raises(UnsafePathError, match="not a plain file name"):
+            call()
