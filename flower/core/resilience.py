@@ -23,15 +23,17 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import anyio
 
+from flower.core import texts
 from flower.errors import ConfigError
 
-__all__ = ["DEFAULT_ENDPOINT", "Kind", "RetryPolicy", "classify", "endpoint_of", "endpoint_reachable",
-           "is_final", "probe_target", "wait_for_endpoint"]
+__all__ = ["DEFAULT_ENDPOINT", "Kind", "RetryPolicy", "WORKER_CUT_OFF", "classify", "endpoint_of",
+           "endpoint_reachable", "is_final", "probe_target", "redispatch_hook", "wait_for_endpoint",
+           "worker_cut_off"]
 
 DEFAULT_ENDPOINT = "https://api.anthropic.com"
 """Where the CLI sends requests when ANTHROPIC_BASE_URL is unset."""
@@ -166,3 +168,37 @@ async def wait_for_endpoint(
                 report("gone", time.monotonic() - started)
             return False
         await anyio.sleep(interval)
+
+
+# --- workers cut off by a transient API failure (issue #16 item 16) -----------------------------------------
+
+WORKER_CUT_OFF = "Agent terminated early"
+"""How the bundled CLI (2.1.332) begins the failed Agent tool result of a subagent whose API calls failed past
+its own retries: `Agent terminated early due to an API error: API Error: 529 Overloaded ...` (is_error;
+also `PostToolUseFailure.error` and the `task_updated`/`task_notification` messages; docs/sdk-notes.md)."""
+
+
+_CUT_OFF = re.compile(r'(?:Error: |Agent "[^"\n]*" failed: )?' + re.escape(WORKER_CUT_OFF))
+
+
+def worker_cut_off(text: object) -> bool:
+    """Whether a tool result, hook `error` or task-notification summary says a worker was cut off by an API
+    failure (a background worker's summary reads `Agent "<description>" failed: Agent terminated early ...`)."""
+    if isinstance(text, list):  # content blocks
+        text = "".join(b.get("text", "") for b in text if isinstance(b, dict))
+    return isinstance(text, str) and _CUT_OFF.match(text.lstrip()) is not None
+
+
+def redispatch_hook() -> Any:
+    """PostToolUseFailure callback for Agent: when a worker was cut off by an API failure, tell the thread
+    that dispatched it (coordinator or lead) that the work is not done and to dispatch it again."""
+
+    async def _redispatch(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+        error = input_data.get("error")
+        if not worker_cut_off(error):
+            return {}
+        reason = " ".join(str(error).split())[:300]
+        return {"hookSpecificOutput": {"hookEventName": "PostToolUseFailure",
+                                       "additionalContext": texts.WORKER_REDISPATCH.format(error=reason)}}
+
+    return _redispatch

@@ -49,8 +49,11 @@ from claude_agent_sdk import (
     ResultMessage,
     SessionStore,
     SystemMessage,
+    TaskNotificationMessage,
     TextBlock,
+    ToolResultBlock,
     ToolUseBlock,
+    UserMessage,
 )
 
 from flower.core import texts
@@ -75,7 +78,9 @@ from flower.core.resilience import (
     endpoint_reachable,
     is_final,
     probe_target,
+    redispatch_hook,
     wait_for_endpoint,
+    worker_cut_off,
 )
 from flower.core.steps import StepResult, append_manifest
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
@@ -116,6 +121,10 @@ class _Attempt:
     """The runtime stopped the CLI's own retries: a 401/403 cannot pass, and a down endpoint is the
     runtime's to wait for (with reports), not the CLI's to retry blindly for minutes."""
     tasks: set[Any] = field(default_factory=set)
+    worker_errors: list[str] = field(default_factory=list)
+    """Workers cut off by a transient API failure (their dispatcher was told to dispatch them again)."""
+    cut_off: set[str] = field(default_factory=set)
+    """Agent call ids already recorded in `worker_errors` (a result and a task notification both say it)."""
 
 
 @dataclass
@@ -140,6 +149,7 @@ class _Tally:
         self.turns += attempt.turns
         if attempt.error:
             self.errors.append(attempt.error)
+        self.errors.extend(attempt.worker_errors)
 
     def observe(self, event: Event) -> None:
         """Count failed tool calls (main thread and subagents), keeping the last few for the result."""
@@ -514,6 +524,29 @@ class Runtime:
                 seen_calls.update(b.id for b in msg.content if isinstance(b, ToolUseBlock))
             elif isinstance(msg, ResultMessage):
                 self._settle(attempt, msg)
+            if isinstance(msg, UserMessage) and isinstance(msg.content, list):
+                for block in msg.content:
+                    if isinstance(block, ToolResultBlock) and block.is_error and worker_cut_off(block.content):
+                        self._worker_cut_off(attempt, on_event, block.tool_use_id, block.content,
+                                             msg.parent_tool_use_id)
+            elif isinstance(msg, TaskNotificationMessage) and msg.status == "failed" and worker_cut_off(msg.summary):
+                self._worker_cut_off(attempt, on_event, msg.tool_use_id or msg.task_id, msg.summary, None)
+
+    @staticmethod
+    def _worker_cut_off(attempt: _Attempt, on_event: OnEvent | None, call: str, content: Any,
+                        parent: str | None) -> None:
+        """A worker cut off by an API failure past the CLI's retries ends its Agent call with an error
+        (foreground: the tool result; background: a task notification) and the run would go on as if nothing
+        happened: record it once per call and say so (issue #16 item 16)."""
+        if call in attempt.cut_off:
+            return
+        attempt.cut_off.add(call)
+        text = content if isinstance(content, str) else " ".join(
+            b.get("text", "") for b in content or [] if isinstance(b, dict))
+        line = f"worker cut off ({call}): {' '.join(text.split())}"
+        attempt.worker_errors.append(line)
+        emit(on_event, Event("error", line, payload={"subtype": "worker_cut_off", "tool_use_id": call,
+                                                     "parent_tool_use_id": parent}))
 
     def _use_model(self, spec: AgentSpec, model: str, on_event: OnEvent | None) -> None:
         """The session reported the model it runs: the window follows it; say so when it is not the spec's."""
@@ -672,6 +705,7 @@ class Runtime:
             spill_guard(wb, self.spill_threshold) if wb is not None else None,
             {"PostToolUse": [stop_hook]} if stop_hook is not None else None,
             {"PreToolUse": [approve_subagents(leads=spec.leads)]},
+            {"PostToolUseFailure": [HookMatcher(matcher="Agent|Task", hooks=[redispatch_hook()])]},
         )
         options = build_options(
             spec, cwd=self.workspace, session_store=self.store, resume=resume, fork=fork,

@@ -350,3 +350,10 @@ Which files are generated, and from what (edit the sources, not the outputs).
 ## Dead ends
 ## Workbench
 Where the workbench is and what to read first."""
+# Issue #16 item 16: added to the Agent tool's failed result when a worker was cut off by a transient API
+# failure (the CLI's own retries exhausted). {error} is the CLI's one-line reason.
+WORKER_REDISPATCH = (
+    "[flower: this worker was cut off by a transient API failure, not by its task ({error}). Its work is NOT "
+    "done and nothing it reported can be trusted. Dispatch it again with the same prompt; check first what "
+    "it may have changed already.]"
+)

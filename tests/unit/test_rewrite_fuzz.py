@@ -29,10 +29,11 @@ ODD_VALUES = [{"x": 1}, ["a", "b"], 7, 1.5, True, "", "\ud800", None]
 MUTATIONS = [
     "parent", "leaf", "surrogate_use", "surrogate_orphan", "message_str", "insert_non_dict", "content_odd",
     "block_odd", "uuid_odd", "message_id_odd", "input_odd", "result_id_odd", "drop_message", "removed_odd_parent",
+    "type_swap", "use_id_odd", "result_content_odd", "flags_odd",
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(index: int) -> tuple[Any, ...]:
     return tuple(read_jsonl(PATHS[index]).entries)
 
@@ -88,6 +89,12 @@ def mutate(entries: list[Any], kind: str, where: float, odd: Any) -> None:
             if entries[j].get("type") == "assistant":
                 entries[j] = {**entries[j], "message": "a string, not a message"}
                 return
+    elif kind == "type_swap":  # a user entry claiming to be an assistant one, or the other way round
+        swapped = {"user": "assistant", "assistant": "user"}.get(entries[i].get("type"), "assistant")
+        entries[i] = {**entries[i], "type": swapped if odd is None else odd}
+    elif kind == "flags_odd":  # the markers the rewrites read, with odd values
+        entries[i] = {**entries[i], "isSidechain": odd, "agentId": odd, "isMeta": odd, "toolDenialKind": odd,
+                      "isApiErrorMessage": odd, "requestId": odd}
     elif kind == "drop_message":
         entries[i] = {k: v for k, v in entries[i].items() if k != "message"}
     elif kind == "message_id_odd":
@@ -120,6 +127,12 @@ def mutate(entries: list[Any], kind: str, where: float, odd: Any) -> None:
                     return
                 if block.get("type") == "tool_result" and kind == "result_id_odd":
                     _with_block(entries, j, number, {**block, "tool_use_id": odd})
+                    return
+                if block.get("type") == "tool_result" and kind == "result_content_odd":
+                    _with_block(entries, j, number, {**block, "content": [odd, {"type": "text", "text": odd}]})
+                    return
+                if block.get("type") == "tool_use" and kind == "use_id_odd":
+                    _with_block(entries, j, number, {**block, "id": odd})
                     return
 
 
@@ -188,7 +201,7 @@ def test_the_store_reports_what_it_skipped(tmp_path: Path) -> None:
 
 # --- the four reproduced shapes, built exactly -------------------------------------------------------------
 
-from tests.data.transcripts import Transcript, bash, text  # noqa: E402
+from tests.data.transcripts import Transcript, bash, text
 
 
 def _orphan_then(shape: str) -> list[Any]:
