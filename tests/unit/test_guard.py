@@ -223,6 +223,10 @@ async def test_git_dash_c_through_a_symlink_out_of_the_workspace_is_denied(tmp_p
     data["cwd"] = str(ws)
     reason = denial(await decide(guard, data))
     assert reason and "leaves the workspace" in reason
+    (ws / "sub" / "up").symlink_to(outside)
+    data = main_call("Bash", command="git -C sub -C up status")  # git -C a -C b works in a/b
+    data["cwd"] = str(ws)
+    assert "leaves the workspace" in (denial(await decide(guard, data)) or "")
     data = main_call("Bash", command="git -C sub status")
     data["cwd"] = str(ws)
     assert denial(await decide(guard, data)) is None
