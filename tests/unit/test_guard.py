@@ -316,3 +316,11 @@ async def test_a_glance_may_not_ask_for_a_long_timeout_or_read_a_huge_file(tmp_p
     data = main_call("Bash", command="ls -l huge.log")
     data["cwd"] = str(tmp_path)
     assert denial(await decide(guard, data)) is None
+
+
+def test_glance_tools_must_be_mcp_tool_names() -> None:
+    """Issue #16 item 7: a bare string or a built-in name is a configuration error, named."""
+    with pytest.raises(ConfigError, match="glance_tools"):
+        coordinator("lead", "goal", {"w": worker("does work", "work")}, glance_tools="mcp__a__b")
+    with pytest.raises(ConfigError, match="glance_tools"):
+        coordinator("lead", "goal", {"w": worker("does work", "work")}, glance_tools=["Write"])
