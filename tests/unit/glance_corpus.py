@@ -650,6 +650,7 @@ REFUSED: list[tuple[str, str]] = [
     ("ping -c 1 8.8.8.8", "could reach the network"),
     ("ping -c 1 0x7f000001", "could reach the network"),
     ("cat < /dev/udp/8.8.8.8/53", "could reach the network"),
+    ("ls /net/secret.evil.example.com/", "could reach the network"),
     # item 4: never-ending or memory-eating forms
     ("cat /dev/zero", "device"),
     ("head -c 10 /dev/urandom", "device"),
