@@ -323,8 +323,10 @@ def _on_disk(found: _Found, cwd: str) -> str | None:
             if reads and _size(os.path.join(cwd, os.path.expanduser(name))) > MAX_READ_BYTES:
                 return _reason(_Refuse("endless", f"{name} (over {MAX_READ_BYTES >> 30} GiB)"))
     for _, _, dirs in found.gits:
-        for directory in dirs:
-            real = os.path.realpath(os.path.join(cwd, directory))
+        where = cwd
+        for directory in dirs:  # `git -C a -C b` works in a/b
+            where = os.path.join(where, directory)
+            real = os.path.realpath(where)
             if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
                 return _reason(_Refuse("outside", f"git -C {directory}"))
     return None
@@ -370,7 +372,7 @@ def harden_git(command: str, pins: Callable[[str], str] = lambda directory: "") 
         return command
     edits: list[tuple[int, str]] = []
     for head_end, harden, dirs in found.gits:
-        extra = pins(dirs[-1] if dirs else ".")
+        extra = pins(os.path.join(".", *dirs))
         edits.append((head_end, " " + GIT_PINS + (" " + extra if extra else "")))
         edits.extend((position, " " + flags) for position, flags in harden)
     for position, text in sorted(edits, reverse=True):

@@ -30,13 +30,15 @@ from flower.core.glance_options import Args, Refusal, Rule, literal
 __all__ = ["GIT", "GIT_PINS", "GIT_RULE", "check_git_words", "filter_pins"]
 
 GIT_PINS = (
-    "--no-pager --no-optional-locks -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.pager=cat -c diff.external= -c log.showSignature=false"
-    " -c gpg.program= -c gpg.ssh.program= -c gpg.x509.program= -c diff.ignoreSubmodules=all"
-    " -c status.submoduleSummary=false"
+    "--no-pager --no-optional-locks -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.pager=cat"
+    " -c diff.external= -c log.showSignature=false -c gpg.program= -c gpg.ssh.program= -c gpg.x509.program="
+    " -c diff.ignoreSubmodules=all -c status.submoduleSummary=false -c protocol.allow=never"
+    " -c blame.ignoreRevsFile= -c core.attributesFile=/dev/null"
 )
 """Global settings pinned on every glance git command: no fsmonitor hook, pager, external diff, hook
 (an index refresh may fire post-index-change) or signature program runs, the index is not rewritten,
-and submodules (with configs of their own) are not entered."""
+submodules (with configs of their own) are not entered, no transport is allowed (a partial clone would
+fetch missing objects, naming them to the remote), and no configured side file is read."""
 
 _NO_PROGRAMS = "--no-ext-diff --no-textconv"
 

@@ -50,9 +50,10 @@ def _collapse(value: str) -> str:
 
 
 def inet_word(value: str) -> bool:
-    """Whether a word names one of gawk's network special files (`/inet/tcp/...`) or bash's `/dev/tcp`."""
+    """Whether a word names one of gawk's network special files (`/inet/tcp/...`), bash's `/dev/tcp`, or
+    an automounter's `/net/HOST` (looking there mounts HOST, resolving its name)."""
     text = _collapse(value)
-    return bool(_INET.search(text) or re.search(r"/dev/(?:tcp|udp)(?![\w.+-])", text))
+    return bool(_INET.search(text) or re.search(r"/dev/(?:tcp|udp)(?![\w.+-])|^/net/", text))
 
 
 def device_word(value: str, literal: bool = True) -> bool:

@@ -7,8 +7,8 @@ refuses the rest with `Refusal("script", ...)` (writes, runs) or `Refusal("loop"
 eats memory):
 
 - sed: no `w`/`W`/`e`, no `s///w`, `s///e`; no branch back to an earlier label (`:a;...;ba` can spin
-  for ever) and no `D` (restarts the cycle without reading: `G;D` never ends); `r`/`R` files may not be
-  devices. Fragments of `-e` are joined with newlines, as GNU sed does, so labels span them.
+  for ever) and no `D` (restarts the cycle without reading: `G;D` never ends); no `r`/`R` (a file named
+  inside the program could be a FIFO the wall never sees). Fragments of `-e` are joined with newlines, as GNU sed does, so labels span them.
 - awk: no system(), pipes, print redirection, @-directives, comments; no `while`/`do`/C-style `for`
   (only `for (k in array)`, which visits a finite array), no functions (recursion); `getline` only from
   the main input (`getline < FILE` could open a computed or `/inet/` path), no `ARGV`/`ARGC`/`PROCINFO`
@@ -148,6 +148,9 @@ def _sed_text(script: str, i: int, cmd: str) -> int:
         raise Refusal("script", "sed")
     if cmd in "rR" and (device_word(text) or text == "-"):
         raise Refusal("device", f"sed {cmd} {text}")
+    if cmd in "rR":
+        # The file is named inside the program, where the wall's look at the disk cannot see a FIFO.
+        raise Refusal("script", "sed")
     return end
 
 

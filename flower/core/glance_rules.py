@@ -156,6 +156,8 @@ _LSOF_ADDRESS = re.compile(r"[46]?(?:tcp|udp|TCP|UDP)?(?:@(?P<host>\[[0-9a-fA-F:
 
 
 def _check_lsof(args: Args) -> None:
+    if any(value and (not value.isdigit() or int(value) > 30) for value in args.values("-S")):
+        raise Refusal("endless", "lsof -S (a wait over 30 seconds)")
     for value in args.values("-i"):
         match = _LSOF_ADDRESS.fullmatch(value)
         if not match or (match.group("host") is not None and not numeric_local(match.group("host"))):

@@ -174,7 +174,7 @@ class AgentSpec:
             raise ConfigError(f"{owner}: leads must be a list of agent names, not {self.leads!r}")
         self.leads = tuple(self.leads)
         if isinstance(self.glance_tools, str) or not isinstance(self.glance_tools, (list, tuple)) or not all(
-                isinstance(t, str) and t.startswith("mcp__") for t in self.glance_tools):
+                isinstance(tool, str) and tool.startswith("mcp__") for tool in self.glance_tools):
             raise ConfigError(f"{owner}: glance_tools must be a list of MCP tool names (mcp__server__tool), "
-                              f"not {self.glance_tools!r}")
+                              f"not {self.glance_tools!r}"[:300])
         self.glance_tools = tuple(self.glance_tools)

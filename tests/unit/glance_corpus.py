@@ -294,6 +294,7 @@ ALLOWED: list[str] = [
     "ping -c 2 ::1",
     "lsof -i @127.0.0.1:8080",
     "lsof -i :5432 -n -P",
+    "lsof -S 5 -i :5432",
     "lsof -iTCP:8080",
     "ss dst 127.0.0.1",
     "ss -tn state established '( dport = :443 or sport = :443 )'",
@@ -649,6 +650,7 @@ REFUSED: list[tuple[str, str]] = [
     ("ping -c 1 8.8.8.8", "could reach the network"),
     ("ping -c 1 0x7f000001", "could reach the network"),
     ("cat < /dev/udp/8.8.8.8/53", "could reach the network"),
+    ("ls /net/secret.evil.example.com/", "could reach the network"),
     # item 4: never-ending or memory-eating forms
     ("cat /dev/zero", "device"),
     ("head -c 10 /dev/urandom", "device"),
@@ -712,6 +714,7 @@ REFUSED: list[tuple[str, str]] = [
     ("jq -f prog.jq x.json", "`jq -f`"),
     ("jq -L /tmp 'import \"m\" as m; .'", "`jq -L`"),
     ("ping -c 1 -W 100000 127.0.0.1", "ping -W"),
+    ("lsof -S 99999 -i :80", "lsof -S"),
     ("ping -c 100 127.0.0.1", "ping"),
     ("cat x | tac", "tac of a pipe"),
     ("tac", "tac of a pipe"),

@@ -216,7 +216,7 @@ def test_no_flag_is_listed_twice_with_different_arity() -> None:
     [
         ("p", True), ("1,5p", True), ("/a/,/b/{p;q}", True), ("s|a|b|gI", True), ("s/a\\/b/c/2p", True),
         ("0,/re/d", True), ("1~2p", True), ("$!N;P;D", False), (":a;N;$!ba", False), ("y/ab/cd/", True),
-        ("1r other.txt", True), ("$a tail line", True), ("l 40", True), ("\\%x%p", True), ("# c\np", True),
+        ("1r other.txt", False), ("$a tail line", True), ("l 40", True), ("\\%x%p", True), ("# c\np", True),
         ("w out", False), ("1W out", False), ("e ls", False), ("s/a/b/w out", False), ("s/a/b/e", False),
         ("s/a/b/gw out", False), ("{p", False), ("p}", False), ("s/a/b", False), ("k", False),
         ("1{w x\n}", False), ("a\\", False), ("s/a/b/;w x", False), ("/x/!e", False),

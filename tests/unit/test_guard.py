@@ -223,6 +223,10 @@ async def test_git_dash_c_through_a_symlink_out_of_the_workspace_is_denied(tmp_p
     data["cwd"] = str(ws)
     reason = denial(await decide(guard, data))
     assert reason and "leaves the workspace" in reason
+    (ws / "sub" / "up").symlink_to(outside)
+    data = main_call("Bash", command="git -C sub -C up status")  # git -C a -C b works in a/b
+    data["cwd"] = str(ws)
+    assert "leaves the workspace" in (denial(await decide(guard, data)) or "")
     data = main_call("Bash", command="git -C sub status")
     data["cwd"] = str(ws)
     assert denial(await decide(guard, data)) is None
@@ -312,3 +316,11 @@ async def test_a_glance_may_not_ask_for_a_long_timeout_or_read_a_huge_file(tmp_p
     data = main_call("Bash", command="ls -l huge.log")
     data["cwd"] = str(tmp_path)
     assert denial(await decide(guard, data)) is None
+
+
+def test_glance_tools_must_be_mcp_tool_names() -> None:
+    """Issue #16 item 7: a bare string or a built-in name is a configuration error, named."""
+    with pytest.raises(ConfigError, match="glance_tools"):
+        coordinator("lead", "goal", {"w": worker("does work", "work")}, glance_tools="mcp__a__b")
+    with pytest.raises(ConfigError, match="glance_tools"):
+        coordinator("lead", "goal", {"w": worker("does work", "work")}, glance_tools=["Write"])
