@@ -276,6 +276,10 @@ class LiveView:
             self.pending = 0.0  # the CLI's own figure replaces the estimate
 
     def _on_error(self, event: Event) -> None:
+        # The CLI reports one failure twice (its synthetic message, then the result): show it once.
+        if event.text == getattr(self, "_last_error", None):
+            return
+        self._last_error = event.text
         self.say(f"x error: {event.text}", "red")
 
     def _on_retry(self, event: Event) -> None:

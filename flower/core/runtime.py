@@ -54,6 +54,7 @@ from flower.core.handoff import (
     save_handoff,
 )
 from flower.core.resilience import RetryPolicy, classify, wait_for_endpoint
+from flower.core.rundir import make_run_dir
 from flower.core.steps import StepResult, append_manifest
 from flower.core.stream import EventStream
 from flower.core.tracing import traced
@@ -138,8 +139,7 @@ class Runtime:
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise ConfigError(f"workspace {self.workspace} is not a directory")
-        self.run_dir = Path(run_dir).resolve()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = make_run_dir(Path(run_dir).resolve())  # a new run dir gets a .gitignore of `*`
         self.workbench = Workbench(self.workspace) if workbench is True else (workbench or None)
         if self.workbench is not None:
             self.workbench.ensure()
