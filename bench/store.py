@@ -230,10 +230,34 @@ async def _run(tiny: bool, tmp: Path, schema: str) -> list[dict[str, Any]]:
             rows += await _load_rows(stores, _entries(corpus, n, f"l{n}"), load_reps)
         if make_pg is None and not tiny:
             rows.append(_row("PostgresSessionStore", 0.0, "skipped", None, f"no server at {DSN}"))
+        rows += _open_rows(tmp / "flower.db", rows, 3 if tiny else 5)
     finally:
         for store in stores.values():
             await store.aclose()
     return rows
+
+
+def _open_rows(path: Path, rows: list[dict[str, Any]], reps: int) -> list[dict[str, Any]]:
+    """Opening the store file with its integrity check (`PRAGMA quick_check(1)`, issue #16 item 13), first
+    in a process and again (cached); ratio against loading the biggest session of the same file."""
+    from flower.stores import sqlite as sqlite_module
+
+    loads = [r for r in rows if r["case"].startswith("load ") and r["case"].endswith(": SqliteSessionStore")]
+    base = loads[-1]["value"] if loads else None
+    mb = path.stat().st_size / 1e6
+    first, again = [], []
+    for _ in range(reps):
+        sqlite_module._CHECKED.clear()
+        for bucket in (first, again):
+            start = time.perf_counter()
+            SqliteSessionStore(path, readonly=True).close()
+            bucket.append(time.perf_counter() - start)
+    out = []
+    for case, samples in (("open + quick_check, first in process", first), ("open, already checked", again)):
+        value = statistics.median(samples)
+        out.append(_row(f"{case} ({mb:.0f} MB file)", value, "s", value / base if base else None,
+                        "ratio: against the biggest load"))
+    return out
 
 
 def run(tiny: bool = False) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ exits non-zero, never a traceback. Messages name the problem and the thing (file
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "FlowerError", "ScriptError", "StoreError"]
+__all__ = ["ConfigError", "FlowerError", "ScriptError", "StoreError", "StoredDataError", "UnsafePathError"]
 
 
 class FlowerError(Exception):
@@ -23,3 +23,11 @@ class StoreError(FlowerError):
 
 class ScriptError(FlowerError, AssertionError):
     """The scripted fake API was used wrongly: script exhausted, steps left, invalid request."""
+
+
+class UnsafePathError(FlowerError):
+    """A workbench or spill path leads out of where it must stay (a symlink, a non-folder): nothing written."""
+
+
+class StoredDataError(StoreError):
+    """A stored row cannot be read back (not JSON, not an object); the message names store, session and row."""

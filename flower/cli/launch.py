@@ -143,13 +143,16 @@ def read_prompt(prompt: str | None) -> str:
 def _summary(result: Any, threshold: int | None, run_dir: Path) -> str:
     from flower.report.text import format_elapsed, format_tokens
 
-    mark = "+ done" if result.ok else "x failed"
+    tool_errors = getattr(result, "tool_errors", 0)
+    mark = "x failed" if not result.ok else f"! done with {tool_errors} tool errors" if tool_errors else "+ done"
     limit = f"/{format_tokens(threshold)}" if threshold else ""
-    return (
+    line = (
         f"{mark} {result.step} | ${result.cost_usd:.4f} | {result.num_turns} turns | "
         f"{format_elapsed(result.duration)} | context {format_tokens(result.context)}{limit} | "
         f"session {result.session_id or '-'} | run dir {run_dir}"
     )
+    samples = getattr(result, "tool_error_samples", ())
+    return "\n".join([line, *(f"  tool error: {sample}" for sample in samples)])
 
 
 def event_json(event: Any) -> str:
@@ -244,7 +247,8 @@ def execute(
                                    **dataclasses.asdict(result)}, default=str))
         else:
             click.echo(_summary(result, threshold, runtime.run_dir))
-            if not result.ok and result.error and result.error != getattr(view, "_last_error", None):
+            shown = getattr(view, "_last_error", None) or ""
+            if not result.ok and result.error and not (shown and shown in result.error):
                 click.echo(f"x {result.error}", err=True)  # not shown by the live view yet
     finally:
         close_store(runtime.store)

@@ -103,6 +103,7 @@ class LiveView:
         self.started = clock()
         self._step_base = 0.0
         self._tools: dict[str, str] = {}
+        self._session_costs: dict[str, float] = {}
         self._lock = threading.RLock()
         self._live: Live | None = None
 
@@ -271,9 +272,13 @@ class LiveView:
         turns = event.payload.get("turns")
         cost = event.payload.get("cost_usd")
         self.turns += turns if isinstance(turns, int) else 0
-        self.cost += float(cost) if isinstance(cost, (int, float)) else 0.0
         if isinstance(cost, (int, float)):
-            self.pending = 0.0  # the CLI's own figure replaces the estimate
+            # The CLI's cost is its session's running total: add what it grew by (the step's end corrects
+            # a resumed session's earlier total).
+            session = str(event.payload.get("session_id") or "")
+            self.cost += max(0.0, float(cost) - self._session_costs.get(session, 0.0))
+            self._session_costs[session] = float(cost)
+            self.pending = 0.0  # the CLI's own figure replaces the per-message estimate
 
     def _on_error(self, event: Event) -> None:
         # The CLI reports one failure twice (its synthetic message, then the result): show it once.
@@ -283,13 +288,32 @@ class LiveView:
         self.say(f"x error: {event.text}", "red")
 
     def _on_retry(self, event: Event) -> None:
-        kind, delay = event.payload.get("kind"), event.payload.get("delay")
+        """One line per retry, the runtime's or the CLI's own: attempt n/N, the wait and the endpoint."""
+        data = event.payload
+        kind = data.get("kind") or data.get("error_status") or ""
+        delay = data.get("delay")
+        if not isinstance(delay, (int, float)) and isinstance(data.get("retry_delay_ms"), (int, float)):
+            delay = data["retry_delay_ms"] / 1000
+        number, most = data.get("attempt"), data.get("max_attempts") or data.get("max_retries")
+        count = f" {number}/{most}" if number is not None and most is not None else ""
         wait = f" in {delay:.1f}s" if isinstance(delay, (int, float)) else ""
-        self.say(f"~ retry{f' ({kind})' if kind else ''}{wait}: {event.text}", "yellow")
+        where = f" to {data['endpoint']}" if data.get("endpoint") else ""
+        self.say(f"~ retry{count}{f' ({kind})' if kind else ''}{wait}{where}: {event.text}", "yellow")
+
+    def _on_system(self, event: Event) -> None:
+        """Endpoint down/back, the window of the model in use, a model other than the spec's."""
+        subtype = event.payload.get("subtype")
+        if subtype == "window" and isinstance(event.payload.get("threshold"), int):
+            self.threshold = event.payload["threshold"]
+        if subtype in ("endpoint_down", "endpoint_back", "endpoint_gone", "window", "model_mismatch",
+                       "context_warning"):
+            self.say(f"! {event.text}", "green" if subtype == "endpoint_back" else "yellow")
 
     def _on_handoff(self, event: Event) -> None:
         generation, path = event.payload.get("generation"), event.payload.get("path")
-        degraded = " (degraded)" if event.payload.get("degraded") else ""
+        reason = event.payload.get("reason")
+        degraded = f" (degraded: {reason})" if event.payload.get("degraded") and reason else (
+            " (degraded)" if event.payload.get("degraded") else "")
         self.say(f"# handoff{degraded}: generation {generation} continues from {path}", "yellow")
         self.context = None  # a fresh session: unknown until its first reply
         self.subagents = {}

@@ -8,17 +8,24 @@ to `notes/`, and readable by people.
 Invariants:
 - Only the main thread counts: the context of a main-thread API message is input + cache read + cache
   creation tokens, and each API message is counted once however many SDK messages carry it.
-- Threshold = window - max(50k, 25% of window) unless `headroom` is given; a warning 20k earlier.
-- The window comes from `HandoffPolicy.window`, else `FLOWER_WINDOW`, else the model name, else 1M (the
-  bundled CLI's default window).
-- A handoff needs the sections `doing` and `next`; a reply without them is retried once, then replaced by a
-  degraded handoff built from what the runtime knows.
+- Threshold = window - 25% of the window unless `headroom` is given (so any window works, 40k as well
+  as 1M); a warning min(20k, headroom) earlier.
+- The window comes from `HandoffPolicy.window`, else `FLOWER_WINDOW`, else the model the session reports,
+  else the spec's model, else `ANTHROPIC_MODEL`, each by its name, else 1M (the bundled CLI's default
+  window); a real context overflow caps it at what overflowed (self-calibration).
+- A handoff needs the sections `doing` and `next` (parsed by `flower.core.sections`, so a fenced heading is
+  content); a reply without them is retried once, then replaced by a degraded handoff built from what the
+  runtime knows.
+- Overflow is recognised by the API's error codes first (`context_length_exceeded`, "N tokens > M"), then
+  by wording, in a few languages.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -27,6 +34,8 @@ from typing import Any
 
 from flower.core import texts
 from flower.core.compact import CompactMode, CompactPolicy
+from flower.core.sections import parse_sections
+from flower.core.confined import Confined
 from flower.errors import ConfigError
 
 __all__ = [
@@ -35,12 +44,27 @@ __all__ = [
     "ContextMeter",
     "HandoffPolicy",
     "is_context_overflow",
+    "overflow_window",
     "parse_handoff",
     "save_handoff",
 ]
 
 DEFAULT_WINDOW = 1_000_000
 _MODEL_WINDOWS = (("haiku", 200_000), ("claude-3", 200_000))
+_ONE_M = re.compile(r"(?<![a-z0-9])1m(?![a-z0-9])")
+DEFAULT_MAX_GENERATIONS = 32
+"""A day of work at the measured slope needs at most about 27 generations (docs/runtime.md, "Choosing the
+cap"); 32 leaves room, and the start-over-the-threshold check stops a runaway loop long before."""
+
+
+def model_window(model: str | None) -> int | None:
+    """The window a model name implies, or None when the name says nothing (`[1m]` wins over the family)."""
+    name = (model or "").lower()
+    if not name:
+        return None
+    if _ONE_M.search(name):
+        return DEFAULT_WINDOW
+    return next((size for marker, size in _MODEL_WINDOWS if marker in name), None)
 REQUIRED = ("doing", "next")
 SECTIONS = ("doing", "decided", "dead ends", "next", "scene")
 
@@ -50,11 +74,11 @@ class HandoffPolicy:
     """When a run hands over to a fresh session."""
 
     window: int | None = None
-    """Context window in tokens; None reads FLOWER_WINDOW, then the model name, then 1M."""
+    """Context window in tokens; None reads FLOWER_WINDOW, then the model in use, then 1M."""
     headroom: int | None = None
-    """Tokens kept free below the window; None means max(50k, 25% of the window)."""
-    max_generations: int = 8
-    """More generations than this in one step stop the step with a diagnostic."""
+    """Tokens kept free below the window; None means 25% of the window."""
+    max_generations: int = DEFAULT_MAX_GENERATIONS
+    """More generations than this in one step stop the step; the last handoff is saved to continue from."""
 
     def __post_init__(self) -> None:
         if self.window is not None and self.window <= 0:
@@ -64,28 +88,43 @@ class HandoffPolicy:
         if self.max_generations < 1:
             raise ConfigError("HandoffPolicy max_generations must be at least 1")
 
-    def resolve_window(self, model: str | None = None) -> int:
+    def resolve_window(
+        self, model: str | None = None, *, reported: str | None = None, env_model: str | None = None,
+        calibrated: int | None = None,
+    ) -> int:
+        """The window in tokens: explicit or FLOWER_WINDOW, else the `reported` model's (what the session
+        says it runs), else the spec's `model`, else `env_model` (ANTHROPIC_MODEL), else 1M; never more
+        than a `calibrated` overflow."""
+        window = self._configured()
+        if window is None:
+            window = next((w for w in map(model_window, (reported, model, env_model)) if w), DEFAULT_WINDOW)
+        return min(window, calibrated) if calibrated else window
+
+    def _configured(self) -> int | None:
         if self.window is not None:
             return self.window
         env = os.environ.get("FLOWER_WINDOW", "").strip().lower().replace("_", "")
-        if env:
-            match = re.fullmatch(r"(\d+)(k|m)?", env)
-            if not match:
-                raise ConfigError(f"FLOWER_WINDOW must be a token count like 200000 or 200k, not {env!r}")
-            scale = {"k": 1_000, "m": 1_000_000}.get(match.group(2) or "", 1)
-            return int(match.group(1)) * scale
-        name = (model or "").lower()
-        return next((size for marker, size in _MODEL_WINDOWS if marker in name), DEFAULT_WINDOW)
+        if not env:
+            return None
+        match = re.fullmatch(r"(\d+)(k|m)?", env)
+        if not match or int(match.group(1)) <= 0:
+            raise ConfigError(f"FLOWER_WINDOW must be a token count like 200000 or 200k, not {env!r}")
+        scale = {"k": 1_000, "m": 1_000_000}.get(match.group(2) or "", 1)
+        return int(match.group(1)) * scale
 
-    def threshold(self, model: str | None = None) -> int:
-        window = self.resolve_window(model)
-        headroom = self.headroom if self.headroom is not None else max(50_000, window // 4)
-        if headroom >= window:
-            raise ConfigError(f"handoff headroom {headroom:,} leaves nothing of a {window:,}-token window")
-        return window - headroom
+    def headroom_for(self, window: int) -> int:
+        return self.headroom if self.headroom is not None else window // 4
 
-    def warning(self, model: str | None = None) -> int:
-        return max(0, self.threshold(model) - 20_000)
+    def threshold(self, model: str | None = None, **window: Any) -> int:
+        size = self.resolve_window(model, **window)
+        headroom = self.headroom_for(size)
+        if headroom >= size:
+            raise ConfigError(f"handoff headroom {headroom:,} leaves nothing of a {size:,}-token window")
+        return size - headroom
+
+    def warning(self, model: str | None = None, **window: Any) -> int:
+        size = self.resolve_window(model, **window)
+        return max(0, self.threshold(model, **window) - min(20_000, self.headroom_for(size)))
 
 
 CONTEXT_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -124,44 +163,72 @@ class ContextMeter:
         return self.per_message[-1] if self.per_message else 0
 
 
-_OVERFLOW = re.compile(r"prompt is too long|context (length|window)|too many tokens|exceeds? the context",
-                       re.IGNORECASE)
+# The API's codes and shapes first (gateways in front of other models use OpenAI's code), wording last.
+_OVERFLOW_CODES = re.compile(r"context_length_exceeded|model_context_window_exceeded|"
+                             r"\b\d[\d,]* ?tokens? ?> ?\d[\d,]* ?(maximum|max)\b|"
+                             r"\d[\d,]* ?\+ ?\d[\d,]* ?> ?\d[\d,]*", re.IGNORECASE)
+_OVERFLOW_WORDS = re.compile(
+    r"prompt is too long|context.?(length|window|limit)|maximum context|too many (total )?tokens|"
+    r"exceeds? the context|input length and .?max_tokens.? exceed|"
+    r"上下文.{0,8}(超|过长|溢出|上限)|(超出|超过).{0,8}上下文|提示词?过长|"  # Chinese gateways
+    r"コンテキスト.{0,8}(超|上限)|프롬프트가 너무 깁니다|컨텍스트.{0,8}초과",  # Japanese, Korean
+    re.IGNORECASE)
+_LIMITS = (re.compile(r"> ?(\d[\d,]*)"), re.compile(r"(?:limit|maximum)[^0-9]{0,24}(\d[\d,]{4,})", re.IGNORECASE))
 
 
 def is_context_overflow(text: str | None) -> bool:
-    """Whether an error text says the context no longer fits."""
-    return bool(text and _OVERFLOW.search(text))
+    """Whether an error text says the context no longer fits: by error code or shape, else by wording."""
+    return bool(text and (_OVERFLOW_CODES.search(text) or _OVERFLOW_WORDS.search(text)))
+
+
+def overflow_window(text: str | None) -> int | None:
+    """The window an overflow error names ("1000001 tokens > 1000000 maximum" -> 1000000), if it does."""
+    if not is_context_overflow(text):
+        return None
+    match = next((m for m in (pattern.search(text or "") for pattern in _LIMITS) if m), None)
+    if not match:
+        return None
+    value = int(match.group(1).replace(",", ""))
+    return value if value >= 1_000 else None
 
 
 def parse_handoff(text: str) -> dict[str, str]:
-    """The sections of a handoff document, keyed by lower-case heading; {} when a required one is missing."""
-    sections: dict[str, str] = {}
-    current: str | None = None
-    for line in text.splitlines():
-        heading = re.match(r"^\s*#{1,6}\s*(.+?)\s*:?\s*$", line)
-        if heading and heading.group(1).strip().lower() in SECTIONS:
-            current = heading.group(1).strip().lower()
-            sections[current] = ""
-        elif current is not None:
-            sections[current] += line + "\n"
-    sections = {k: v.strip() for k, v in sections.items()}
+    """The sections of a handoff document, keyed by lower-case heading; {} when a required one is missing.
+    A heading line inside a fenced code block is content (the shared `parse_sections`)."""
+    sections = dict(parse_sections(text, known=SECTIONS))
     return sections if all(sections.get(k) for k in REQUIRED) else {}
 
 
-def save_handoff(notes: Path, step: str, text: str) -> Path:
-    """Write `notes/handoff-<step>.md`, archiving an earlier one under notes/handoffs/."""
-    notes.mkdir(parents=True, exist_ok=True)
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", step).strip("-") or "step"
-    path = notes / f"handoff-{slug}.md"
-    if path.exists():
-        archive = notes / "handoffs"
-        archive.mkdir(exist_ok=True)
-        stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-        path.replace(archive / f"handoff-{slug}-{stamp}.md")
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+def handoff_name(step: str) -> str:
+    """A readable, distinct file stem for a step: letters of any script kept; when the name had to be
+    changed (spaces, slashes, nothing left), a short hash of the real name keeps two steps apart."""
+    name = unicodedata.normalize("NFC", step)
+    slug = re.sub(r"[^\w.-]+", "-", name).strip("-.")[:80] or "step"
+    if slug != name:
+        slug += "-" + hashlib.sha1(name.encode("utf-8")).hexdigest()[:6]
+    return slug
+
+
+def save_handoff(notes: Path | Confined, step: str, text: str) -> Path:
+    """Write `notes/handoff-<step>.md`, archiving an earlier one under notes/handoffs/.
+
+    Given a `Confined` folder (the workbench's notes), no symlink below its anchor is followed; a plain
+    `Path` is its own anchor."""
+    if not isinstance(notes, Confined):
+        notes.mkdir(parents=True, exist_ok=True)
+        notes = Confined(os.path.realpath(notes))
+    slug = handoff_name(step)
+    name = f"handoff-{slug}.md"
+    with notes.open() as fd:
+        try:
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            info = None
+    if info is not None:
+        stamp = datetime.fromtimestamp(info.st_mtime, timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        notes.replace(name, notes.child("handoffs"), f"handoff-{slug}-{stamp}.md")
+    notes.write_atomic(name, (text if text.endswith("\n") else text + "\n").encode("utf-8"), prefix=f".{name}.")
+    return notes.path / name
 
 
 def degraded_handoff(prompt: str, last_text: str, reason: str) -> str:

@@ -1,12 +1,16 @@
 """Resilience: classify failures, back off with jitter, wait for the endpoint, then resume (L-4).
 
 Invariants:
-- `classify` checks fatal signs first (a 400 that is not an overload stays fatal even if its text says
-  "timeout"): fatal = 400/401/403/404, authentication, invalid request, budget; transient = connection
-  errors, 429/500/502/503/504/529, overloaded, timeouts; anything else is unknown (retried like transient
-  but counted separately, so a bug does not loop for ever: `RetryPolicy.max_attempts` bounds both).
+- `classify` checks final signs first: a turn or budget cap and an exhausted quota are fatal whatever the
+  status (retrying cannot help and would exceed the cap). Then fatal signs (a 400 that is not an overload
+  stays fatal even if its text says "timeout"): fatal = 400/401/403/404, authentication, invalid request;
+  transient = connection and DNS errors (ENOTFOUND, EAI_AGAIN), 429/500/502/503/504/529, overloaded,
+  timeouts; anything else is unknown (retried like transient but counted separately, so a bug does not
+  loop for ever: `RetryPolicy.max_attempts` bounds both).
 - The delays grow from `base` doubling up to `cap`, with full jitter; tests pass a tiny base.
-- While the endpoint refuses TCP connections, `wait_for_endpoint` probes it instead of burning attempts.
+- While the endpoint refuses TCP connections, `wait_for_endpoint` probes it instead of burning attempts,
+  for at most `RetryPolicy.probe_timeout` seconds, and reports once when it goes away and once when it is
+  back. The endpoint is `ANTHROPIC_BASE_URL`, else the default API host (`endpoint_of`).
 """
 
 from __future__ import annotations
@@ -15,28 +19,45 @@ import random
 import re
 import socket
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
 import anyio
 
-__all__ = ["Kind", "RetryPolicy", "classify", "endpoint_reachable", "wait_for_endpoint"]
+__all__ = ["DEFAULT_ENDPOINT", "Kind", "RetryPolicy", "classify", "endpoint_of", "endpoint_reachable",
+           "is_final", "wait_for_endpoint"]
+
+DEFAULT_ENDPOINT = "https://api.anthropic.com"
+"""Where the CLI sends requests when ANTHROPIC_BASE_URL is unset."""
 
 Kind = Literal["fatal", "transient", "unknown"]
 
 _FATAL_STATUS = {400, 401, 403, 404, 413}
 _TRANSIENT_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
-_FATAL = re.compile(r"authenticat|invalid.?request|invalid api key|permission|budget|not.?found|"
-                    r"credit balance|unauthori[sz]ed|forbidden|no conversation found", re.IGNORECASE)
-_TRANSIENT = re.compile(r"overloaded|connection|ECONNRESET|ECONNREFUSED|socket|timed? ?out|timeout|"
+# Caps and quotas: final whatever the status (a quota 429 is not a rate limit that passes).
+_FINAL = re.compile(r"maximum number of turns|error_max_turns|max_turns|error_max_budget|maximum budget|budget|"
+                    r"quota|credit balance|billing", re.IGNORECASE)
+# \b before "not found": ENOTFOUND (a DNS outage) is transient, "model not found" is fatal.
+_FATAL = re.compile(r"authenticat|invalid.?request|invalid api key|permission|\bnot.?found|"
+                    r"unauthori[sz]ed|forbidden|no conversation found", re.IGNORECASE)
+_TRANSIENT = re.compile(r"overloaded|connection|ECONNRESET|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|"
+                        r"EHOSTUNREACH|ENETUNREACH|getaddrinfo|socket|timed? ?out|timeout|"
                         r"rate.?limit|server.?error|temporar|network|unavailable|api_error", re.IGNORECASE)
 _STATUS = re.compile(r"\b(4\d\d|5\d\d)\b")
+
+
+def is_final(error: BaseException | str | None) -> bool:
+    """A turn or budget cap, or an exhausted quota: the step ends, and no endpoint is to blame."""
+    return bool(_FINAL.search(str(error or "")))
 
 
 def classify(error: BaseException | str | None, status: int | None = None) -> Kind:
     """fatal, transient or unknown, from an HTTP status when known, else from the error's text."""
     text = str(error or "")
+    if is_final(text):
+        return "fatal"
     if status is None:
         match = _STATUS.search(text)
         status = int(match.group(1)) if match else None
@@ -54,13 +75,25 @@ class RetryPolicy:
     """How long to keep trying after transient failures."""
 
     max_attempts: int = 6
-    """Attempts of one step in all (the first included)."""
+    """Failed attempts in a row that end a step (the first included); handoffs and interrupts are not
+    failures, and a new generation starts the count again."""
     base: float = 4.0
     """First delay in seconds; doubles each retry."""
     cap: float = 120.0
     """Longest delay in seconds."""
     probe_timeout: float = 600.0
-    """How long to wait for the endpoint to accept connections again, in seconds."""
+    """The probe's cap: how long to wait for the endpoint to accept connections again, in seconds."""
+    probe_interval: float = 0.5
+    """Seconds between two probes of a down endpoint."""
+
+    def __post_init__(self) -> None:
+        from flower.errors import ConfigError
+
+        if self.max_attempts < 1:
+            raise ConfigError(f"RetryPolicy max_attempts must be at least 1, not {self.max_attempts}")
+        for name in ("base", "cap", "probe_timeout", "probe_interval"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"RetryPolicy {name} must not be negative, not {getattr(self, name)}")
 
     def delay(self, retry: int, rng: random.Random | None = None) -> float:
         """Seconds before retry number `retry` (1-based): full jitter over the doubling ceiling."""
@@ -68,11 +101,14 @@ class RetryPolicy:
         return (rng or random).uniform(ceiling / 2, ceiling)
 
 
+def endpoint_of(env: Mapping[str, str]) -> str:
+    """The endpoint the CLI talks to: ANTHROPIC_BASE_URL, else the default API host."""
+    return (env.get("ANTHROPIC_BASE_URL") or "").strip() or DEFAULT_ENDPOINT
+
+
 def endpoint_reachable(base_url: str | None, timeout: float = 2.0) -> bool:
-    """Whether a TCP connection to the base URL's host and port opens (True when there is no URL)."""
-    if not base_url:
-        return True
-    parts = urlsplit(base_url)
+    """Whether a TCP connection to the base URL's host and port opens (no URL: the default API host)."""
+    parts = urlsplit(base_url or DEFAULT_ENDPOINT)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
@@ -81,12 +117,28 @@ def endpoint_reachable(base_url: str | None, timeout: float = 2.0) -> bool:
         return False
 
 
-async def wait_for_endpoint(base_url: str | None, *, timeout: float, interval: float = 0.5) -> bool:
-    """Probe until the endpoint accepts connections or `timeout` passes; True when it is back."""
-    deadline = time.monotonic() + timeout
+async def wait_for_endpoint(
+    base_url: str | None, *, timeout: float, interval: float = 0.5,
+    report: Callable[[str, float], None] | None = None,
+) -> bool:
+    """Probe until the endpoint accepts connections or `timeout` passes; True when it is back.
+
+    `report("down", 0.0)` is called once when the first probe fails and `report("back", seconds)` once when
+    the endpoint answers again (nothing when it was never down); `report("gone", seconds)` when it stays down.
+    """
+    started = time.monotonic()
+    down = False
     while True:
         if await anyio.to_thread.run_sync(endpoint_reachable, base_url):
+            if down and report is not None:
+                report("back", time.monotonic() - started)
             return True
-        if time.monotonic() >= deadline:
+        if not down:
+            down = True
+            if report is not None:
+                report("down", 0.0)
+        if time.monotonic() - started >= timeout:
+            if report is not None:
+                report("gone", time.monotonic() - started)
             return False
         await anyio.sleep(interval)

@@ -19,9 +19,10 @@ from typing import Any
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
 from flower.core import texts
-from flower.core.spec import AgentSpec, Effort, PermissionMode
+from flower.core.spec import AgentSpec, Effort, PermissionMode, check_common, check_tools
 from flower.core.compact import CompactPolicy
 from flower.errors import ConfigError
+from flower.core.dispatch import mark_isolated
 
 __all__ = ["COORDINATOR_TOOLS", "WEB_TOOLS", "WORKER_TOOLS", "coordinator", "worker"]
 
@@ -41,21 +42,32 @@ def worker(
     permission_mode: PermissionMode | None = None,
     skills: Sequence[str] | None = None,
     discipline: bool = True,
+    isolate: bool = False,
 ) -> AgentDefinition:
-    """A subagent: `description` is what the coordinator chooses by; the worker rules are appended to `prompt`."""
-    if not description.strip() or not prompt.strip():
-        raise ConfigError("worker() needs a non-empty description and prompt")
+    """A subagent: `description` is what the coordinator chooses by; the worker rules are appended to `prompt`.
+
+    `isolate=True` runs each of its dispatches in its own git worktree (L-13, `flower.core.dispatch`).
+    """
+    if not isinstance(description, str) or not isinstance(prompt, str) or not description.strip() \
+            or not prompt.strip():
+        raise ConfigError("worker() needs a non-empty description and prompt (both strings)")
+    owner = f"worker {description.strip()[:40]!r}"
+    names = check_tools(owner, "tools", tools, optional=True)
+    check_common(owner, model=model, effort=effort, max_turns=max_turns, permission_mode=permission_mode)
+    if skills is not None and (isinstance(skills, str) or not all(isinstance(x, str) for x in skills)):
+        raise ConfigError(f"{owner}: skills must be a list of skill names, not {skills!r}")
     body = prompt.strip() + ("\n\n" + texts.WORKER_RULES if discipline else "")
-    return AgentDefinition(
+    definition = AgentDefinition(
         description=description.strip(),
         prompt=body,
-        tools=list(tools) if tools is not None else list(WORKER_TOOLS),
+        tools=names if names is not None else list(WORKER_TOOLS),
         model=model,
         effort=effort,
         maxTurns=max_turns,
         permissionMode=permission_mode,
         skills=list(skills) if skills is not None else None,
     )
+    return mark_isolated(definition) if isolate else definition
 
 
 def _merged_web_tools(workers: Mapping[str, AgentDefinition]) -> list[str]:
@@ -80,8 +92,19 @@ def coordinator(
     mcp_servers: Mapping[str, Any] | None = None,
 ) -> AgentSpec:
     """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`."""
+    if not isinstance(workers, Mapping):
+        raise ConfigError(f"coordinator {name!r}: workers must be a mapping of name -> worker(...), not "
+                          f"{type(workers).__name__}")
     if not workers:
         raise ConfigError(f"coordinator {name!r} needs at least one worker to dispatch to")
+    for key, value in workers.items():
+        if not isinstance(key, str) or not key.strip():
+            raise ConfigError(f"coordinator {name!r}: worker names must be non-empty strings, not {key!r}")
+        if not isinstance(value, AgentDefinition):
+            raise ConfigError(f"coordinator {name!r}: worker {key!r} is a {type(value).__name__}, expected "
+                              "worker(description, prompt, ...) (an AgentDefinition)")
+    if not isinstance(instructions, str):
+        raise ConfigError(f"coordinator {name!r}: instructions must be a string, not {type(instructions).__name__}")
     allowed = list(COORDINATOR_TOOLS) + (["Bash"] if glance else []) + _merged_web_tools(workers)
     return AgentSpec(
         name=name,

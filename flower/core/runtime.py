@@ -14,16 +14,27 @@ Invariants:
 - Generations force `CompactPolicy("no_summary")` unless the spec sets `compact` (S-23).
 - The session id is captured from the first message that carries it; the manifest is written atomically
   under a file lock, so parallel processes never lose each other's rows.
+- Retries count failures only: handoffs and interrupts use none, and a new generation starts the count
+  again; generations have their own cap (`HandoffPolicy.max_generations`). A handoff the session could not
+  write is degraded, lands in `errors`, and two degraded in a row stop the step.
+- The window follows the model in use (the session's init message and replies), and a real overflow caps
+  it for the rest of the run (`HandoffPolicy.resolve_window`).
+- Cost: the CLI's `total_cost_usd` is cumulative per session (resumes included), so an attempt costs its
+  last total minus what that session had cost before it.
+- A 401/403 the CLI starts retrying stops the attempt at once; every error that ends a step on the API's
+  side names the endpoint (ANTHROPIC_BASE_URL or the default host).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +46,7 @@ from claude_agent_sdk import (
     HookMatcher,
     ResultMessage,
     SessionStore,
+    SystemMessage,
     TextBlock,
     ToolUseBlock,
 )
@@ -50,15 +62,18 @@ from flower.core.handoff import (
     HandoffPolicy,
     degraded_handoff,
     is_context_overflow,
+    overflow_window,
     parse_handoff,
     save_handoff,
 )
-from flower.core.resilience import RetryPolicy, classify, wait_for_endpoint
+from flower.core.resilience import RetryPolicy, classify, endpoint_of, is_final, wait_for_endpoint
 from flower.core.rundir import make_run_dir
 from flower.core.steps import StepResult, append_manifest
 from flower.core.stream import EventStream
 from flower.core.tracing import traced
-from flower.errors import ConfigError
+from flower.errors import ConfigError, StoredDataError, UnsafePathError
+from functools import partial
+from flower.core.dispatch import Rewrite, check_isolation, dispatch_guard, isolated_types, isolation_input
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
@@ -75,12 +90,19 @@ class _Attempt:
     error: str | None = None
     status: int | None = None
     cost: float = 0.0
+    base_cost: float = 0.0
+    """What this session had cost before this attempt (the CLI's total is cumulative per session)."""
     turns: int = 0
     crossed: bool = False
     stopped: bool = False
     """Our PostToolUse hook ended the turn at a tool boundary because the threshold was crossed."""
     handoff: str | None = None
+    degraded: str | None = None
+    """Why the handoff is the runtime's fallback, not the session's own document."""
     interrupted: bool = False
+    fatal: bool = False
+    """Retrying cannot help: the CLI was retrying an error that cannot pass (401/403), or the failure is
+    deterministic (stored data that cannot be read, a refused path)."""
 
 
 @dataclass
@@ -93,6 +115,11 @@ class _Tally:
     retries: list[dict[str, Any]] = field(default_factory=list)
     attempts: int = 0
     degraded: int = 0
+    failures: int = 0
+    """Failed attempts since the last success of a generation: what `RetryPolicy.max_attempts` bounds."""
+    tool_errors: int = 0
+    tool_error_samples: list[str] = field(default_factory=list)
+    calls: dict[str, str] = field(default_factory=dict)
 
     def add(self, attempt: _Attempt) -> None:
         self.attempts += 1
@@ -101,9 +128,34 @@ class _Tally:
         if attempt.error:
             self.errors.append(attempt.error)
 
+    def observe(self, event: Event) -> None:
+        """Count failed tool calls (main thread and subagents), keeping the last few for the result."""
+        if event.kind == "tool_call":
+            self.calls[str(event.payload.get("id"))] = event.tool or "?"
+        elif event.kind == "tool_result" and event.payload.get("is_error"):
+            self.tool_errors += 1
+            tool = self.calls.get(str(event.payload.get("id")), "tool")
+            first = next((line.strip() for line in event.text.splitlines() if line.strip()), "")
+            self.tool_error_samples = [*self.tool_error_samples[-(_SAMPLES - 1):], f"{tool}: {first[:200]}"]
+
+
+_SAMPLES = 5
+
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")  # orders steps finer than a second
+
+
+def _deterministic(exc: BaseException) -> bool:
+    """Whether `exc` or an exception it was raised from is one that repeats on every attempt."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (StoredDataError, UnsafePathError, ConfigError)):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _policy(value: bool | Any, default: Any) -> Any:
@@ -149,12 +201,19 @@ class Runtime:
         self.portable = portable
         self.placement: Placement = placement
         self.env = dict(env or {})
-        self.run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+        self.run_id = run_id or (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+                                 + f"-{os.getpid()}-{secrets.token_hex(3)}")
         self.store = self._make_store(store, project, trim=trim, ephemeral=ephemeral, keep_denials=keep_denials)
         self._policies = {**rewrite_policies(self.store), "spill_threshold": spill_threshold, "project": project}
         self._client: ClaudeSDKClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._interrupt: str | None = None
+        self._model: str | None = None
+        """The model the last session reported (init message, then its replies)."""
+        self._calibrated: int | None = None
+        """The smallest window a real overflow showed in this run."""
+        self._session_costs: dict[str, float] = {}
+        """The CLI's cumulative cost per session id, as last reported."""
 
     def _make_store(self, store: SessionStore | None, project: str | None, **policies: Any) -> SessionStore:
         """The rewriting layer over the injected store (SQLite in run_dir by default); with `project`, every
@@ -187,6 +246,7 @@ class Runtime:
         step = step_name or spec.name
         started, clock = _now(), time.monotonic()
         self._interrupt = None  # an interrupt that arrived after the last step ended is void
+        check_isolation(spec, self.workspace)
         if self.workbench is not None:
             self.workbench.refresh()
         on_event = traced(on_event)  # B-14: spans from the events, when a tracer provider is configured
@@ -194,6 +254,8 @@ class Runtime:
                                                     "model": spec.model, "run_id": self.run_id}))
         meter = ContextMeter()
         tally = _Tally()
+        if resume is not None and resume not in self._session_costs:
+            self._session_costs[resume] = self._recorded_cost(resume)
         session, last = await self._drive(spec, prompt, step, resume, fork, meter, tally, on_event)
         result = StepResult(
             step=step, session_id=session, ok=last.error is None and last.result is not None,
@@ -201,7 +263,8 @@ class Runtime:
             errors=tuple(tally.errors), attempts=tally.attempts, resumed=resume is not None,
             retired=tuple(tally.retired), handoffs=tuple(tally.handoffs), context=meter.current,
             contexts=tuple(meter.per_message), retries=tuple(tally.retries), started=started, ended=_now(),
-            duration=round(time.monotonic() - clock, 3),
+            duration=round(time.monotonic() - clock, 3), tool_errors=tally.tool_errors,
+            tool_error_samples=tuple(tally.tool_error_samples),
         )
         self._record(result, spec)
         emit(on_event, Event("step", step, payload={"phase": "end", "ok": result.ok, "cost_usd": result.cost_usd,
@@ -234,8 +297,17 @@ class Runtime:
             asyncio.run_coroutine_threadsafe(client.interrupt(), loop)
 
     def threshold(self, spec: AgentSpec) -> int | None:
-        """The main-thread context in tokens at which a handoff starts, or None without generations."""
-        return self.handoff.threshold(spec.model) if self.handoff else None
+        """The main-thread context in tokens at which a handoff starts, or None without generations: from
+        the window of the model in use (once a session reported it), else the spec's, else ANTHROPIC_MODEL."""
+        return self.handoff.threshold(spec.model, **self._window_facts()) if self.handoff else None
+
+    def window(self, spec: AgentSpec) -> int | None:
+        """The context window in tokens the threshold is computed from, or None without generations."""
+        return self.handoff.resolve_window(spec.model, **self._window_facts()) if self.handoff else None
+
+    def _window_facts(self) -> dict[str, Any]:
+        return {"reported": self._model, "env_model": self._cli_env().get("ANTHROPIC_MODEL"),
+                "calibrated": self._calibrated}
 
     # --- the step loop ----------------------------------------------------------------------------
 
@@ -246,8 +318,10 @@ class Runtime:
         session = resume
         message = self._first_message(prompt)
         generation = 1
+        generation_start = 0
         while True:
-            attempt = await self._attempt(spec, message, session, fork and tally.attempts == 0, meter, on_event)
+            attempt = await self._attempt(spec, message, session, fork and tally.attempts == 0, meter, tally,
+                                          on_event)
             tally.add(attempt)
             session = attempt.session_id or session
             if attempt.interrupted:
@@ -256,59 +330,108 @@ class Runtime:
                 message = texts.RESUME_AFTER_INTERRUPT.format(message=f"\n\n{note}" if note else "")
                 continue
             overflow = attempt.error is not None and is_context_overflow(attempt.error)
+            if overflow:
+                self._calibrate(attempt.error, meter, on_event)
             if attempt.handoff is not None or (overflow and self.handoff):
+                assert self.handoff is not None
                 if overflow:
+                    reason = attempt.error or "context overflow"
+                    degraded: str | None = reason
+                    doc = degraded_handoff(prompt, attempt.text, reason)
+                else:
+                    degraded = attempt.degraded
+                    doc = attempt.handoff or ""
+                    if degraded:
+                        tally.errors.append(f"handoff degraded: {degraded}")
+                if degraded:
                     tally.degraded += 1
                     if tally.degraded >= 2:
                         attempt.error = self._overflow_diagnostic(spec, "two degraded handoffs in a row")
                         return session, attempt
-                    doc = degraded_handoff(prompt, attempt.text, attempt.error or "context overflow")
                 else:
                     tally.degraded = 0
-                    doc = attempt.handoff or ""
+                if generation > 1 and not overflow and len(meter.per_message) - generation_start <= 1:
+                    attempt.error = self._overflow_diagnostic(
+                        spec, f"a fresh session starts at {meter.current:,} tokens, over the threshold "
+                              "(raise the window or lower the headroom)")
+                    return session, attempt
                 generation += 1
-                assert self.handoff is not None
                 if generation > self.handoff.max_generations:
-                    attempt.error = self._overflow_diagnostic(spec, f"more than {self.handoff.max_generations} generations")
+                    path = self._save(step, doc)
+                    tally.handoffs.append(str(path))
+                    attempt.error = self._overflow_diagnostic(
+                        spec, f"more than {self.handoff.max_generations} generations") + (
+                        f"; the last handoff is saved at {path}: continue from it with a new step whose prompt "
+                        f"is that document (flower run SPEC < {path}), or raise HandoffPolicy(max_generations=)")
                     return session, attempt
                 message, path = self._next_generation(step, doc, generation)
                 tally.handoffs.append(str(path))
                 if session:
                     tally.retired.append(session)
                 emit(on_event, Event("handoff", doc, payload={"generation": generation, "path": str(path),
-                                                              "retired": session, "degraded": overflow}))
+                                                              "retired": session, "degraded": bool(degraded),
+                                                              "reason": degraded}))
                 session = None
                 attempt.error = None
+                tally.failures = 0
+                generation_start = len(meter.per_message)
                 continue
             if attempt.error is None or not await self._retry(attempt, tally, on_event):
                 return session, attempt
             message = texts.RESUME_AFTER_ERROR
 
     async def _retry(self, attempt: _Attempt, tally: _Tally, on_event: OnEvent | None) -> bool:
-        kind = classify(attempt.error, attempt.status)
-        if self.retry is None or kind == "fatal" or tally.attempts >= self.retry.max_attempts:
+        kind = "fatal" if attempt.fatal else classify(attempt.error, attempt.status)
+        tally.failures += 1
+        endpoint = endpoint_of(self._cli_env())
+        if self.retry is None or kind == "fatal" or tally.failures >= self.retry.max_attempts:
+            if not is_final(attempt.error) and endpoint not in (attempt.error or ""):
+                attempt.error = f"{attempt.error} (endpoint {endpoint})"
             return False
-        delay = self.retry.delay(tally.attempts)
-        tally.retries.append({"attempt": tally.attempts, "kind": kind, "error": attempt.error, "delay": round(delay, 3)})
-        emit(on_event, Event("retry", attempt.error or "", payload={"kind": kind, "delay": delay,
-                                                                    "attempt": tally.attempts}))
+        delay = self.retry.delay(tally.failures)
+        number, most = tally.failures + 1, self.retry.max_attempts
+        tally.retries.append({"attempt": number, "of": most, "kind": kind, "error": attempt.error,
+                              "delay": round(delay, 3), "endpoint": endpoint})
+        emit(on_event, Event("retry", attempt.error or "", payload={
+            "kind": kind, "delay": delay, "attempt": number, "max_attempts": most, "endpoint": endpoint}))
         await anyio.sleep(delay)
-        base_url = self._cli_env().get("ANTHROPIC_BASE_URL")
-        return await wait_for_endpoint(base_url, timeout=self.retry.probe_timeout)
+        timeout = self.retry.probe_timeout
+
+        def report(state: str, seconds: float) -> None:
+            words = {"down": f"endpoint {endpoint} is unreachable: probing it for up to {timeout:.0f}s",
+                     "back": f"endpoint {endpoint} is back after {seconds:.0f}s",
+                     "gone": f"endpoint {endpoint} still unreachable after {seconds:.0f}s: giving up"}
+            emit(on_event, Event("system", words[state], payload={
+                "subtype": f"endpoint_{state}", "endpoint": endpoint, "seconds": round(seconds, 1)}))
+
+        if await wait_for_endpoint(endpoint, timeout=timeout, interval=self.retry.probe_interval, report=report):
+            return True
+        attempt.error = f"endpoint {endpoint} did not accept connections for {timeout:.0f}s; last error: {attempt.error}"
+        return False
+
+    def _calibrate(self, error: str | None, meter: ContextMeter, on_event: OnEvent | None) -> None:
+        """A real overflow: the window is at most what the error names, else at most the last context seen."""
+        seen = overflow_window(error) or meter.current
+        if seen and (self._calibrated is None or seen < self._calibrated):
+            self._calibrated = seen
+            emit(on_event, Event("system", f"context overflow: the window is taken as at most {seen:,} tokens",
+                                 payload={"subtype": "window", "window": seen, "calibrated": True}))
 
     def _overflow_diagnostic(self, spec: AgentSpec, why: str) -> str:
-        assert self.handoff is not None
-        return (f"stopped: {why}; window {self.handoff.resolve_window(spec.model):,} tokens, handoff threshold "
-                f"{self.handoff.threshold(spec.model):,} tokens")
+        return (f"stopped: {why}; window {self.window(spec) or 0:,} tokens, handoff threshold "
+                f"{self.threshold(spec) or 0:,} tokens")
 
     def _first_message(self, prompt: str) -> str:
         if self.workbench is None:
             return prompt
         return self.workbench.first_message(prompt, self.placement)
 
+    def _save(self, step: str, doc: str) -> Path:
+        notes = self.workbench.folder("notes") if self.workbench is not None else self.run_dir / "notes"
+        return save_handoff(notes, step, doc)
+
     def _next_generation(self, step: str, doc: str, generation: int) -> tuple[str, Path]:
-        notes = self.workbench.notes if self.workbench is not None else self.run_dir / "notes"
-        path = save_handoff(notes, step, doc)
+        path = self._save(step, doc)
         if self.workbench is not None:
             self.workbench.refresh()
         body = texts.HANDOFF_CONTINUE.format(generation=generation, path=path, handoff=doc.strip())
@@ -318,9 +441,9 @@ class Runtime:
 
     async def _attempt(
         self, spec: AgentSpec, message: str, resume: str | None, fork: bool, meter: ContextMeter,
-        on_event: OnEvent | None,
+        tally: _Tally, on_event: OnEvent | None,
     ) -> _Attempt:
-        attempt = _Attempt(session_id=resume)
+        attempt = _Attempt(session_id=resume, base_cost=self._session_costs.get(resume or "", 0.0))
         seen_calls: set[str] = set()
         threshold = self.threshold(spec)
         stop_hook = self._stop_hook(attempt, seen_calls) if threshold is not None else None
@@ -331,13 +454,16 @@ class Runtime:
             await client.connect()
             self._client, self._loop = client, asyncio.get_running_loop()
             await client.query(message)
-            await self._receive(client, attempt, meter, seen_calls, threshold, on_event)
+            await self._receive(client, spec, attempt, meter, tally, seen_calls, threshold is not None, on_event)
             # A turn that ended by itself finished its work: no handoff now. A later step resuming this
             # session crosses again at its first tool boundary and hands over then.
             if attempt.stopped and not attempt.interrupted and attempt.error is None:
-                await self._ask_handoff(client, attempt, on_event)
+                await self._ask_handoff(client, attempt, tally, on_event)
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
             attempt.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            # The SDK wraps a failing SessionStore.load() in a RuntimeError (resume materialization); a
+            # deterministic cause under it (unreadable stored row, refused path) is fatal at once.
+            attempt.fatal = attempt.fatal or _deterministic(exc)
         finally:
             self._client = None
             if client is not None:
@@ -346,62 +472,124 @@ class Runtime:
         return attempt
 
     async def _receive(
-        self, client: ClaudeSDKClient, attempt: _Attempt, meter: ContextMeter, seen_calls: set[str],
-        threshold: int | None, on_event: OnEvent | None,
+        self, client: ClaudeSDKClient, spec: AgentSpec, attempt: _Attempt, meter: ContextMeter, tally: _Tally,
+        seen_calls: set[str], generations: bool, on_event: OnEvent | None,
     ) -> None:
+        endpoint = endpoint_of(self._cli_env())
         async for msg in client.receive_response():
             if attempt.session_id is None:
                 attempt.session_id = getattr(msg, "session_id", None)
             for event in to_events(msg):
+                if event.kind == "retry":  # the CLI's own retries: say where they go
+                    event = replace(event, payload={**event.payload, "endpoint": endpoint})
+                tally.observe(event)
                 emit(on_event, event)
-            if isinstance(msg, AssistantMessage) and msg.parent_tool_use_id is None and msg.model != "<synthetic>":
-                if meter.observe(msg.message_id, msg.usage) and threshold is not None:
-                    self._watch(meter, threshold, attempt, on_event)
+            if isinstance(msg, SystemMessage):
+                if msg.subtype == "init" and isinstance(msg.data.get("model"), str):
+                    self._use_model(spec, msg.data["model"], on_event)
+                elif msg.subtype == "api_retry":
+                    self._stop_if_fatal(client, attempt, msg.data, endpoint)
+            elif isinstance(msg, AssistantMessage) and msg.parent_tool_use_id is None and msg.model != "<synthetic>":
+                self._use_model(spec, msg.model, on_event)
+                if meter.observe(msg.message_id, msg.usage) and generations:
+                    self._watch(spec, meter, attempt, on_event)
                 seen_calls.update(b.id for b in msg.content if isinstance(b, ToolUseBlock))
             elif isinstance(msg, ResultMessage):
                 self._settle(attempt, msg)
 
-    def _watch(self, meter: ContextMeter, threshold: int, attempt: _Attempt, on_event: OnEvent | None) -> None:
-        """Mark the crossing, and warn once when the context first comes within 20k tokens of it."""
+    def _use_model(self, spec: AgentSpec, model: str, on_event: OnEvent | None) -> None:
+        """The session reported the model it runs: the window follows it; say so when it is not the spec's."""
+        if not model or model == self._model:
+            return
+        before = self.threshold(spec)
+        self._model = model
+        after = self.threshold(spec)
+        if spec.model and spec.model.lower() not in model.lower():
+            emit(on_event, Event("system", f"the model in use is {model}, not the spec's {spec.model}",
+                                 payload={"subtype": "model_mismatch", "model": model, "spec_model": spec.model}))
+        if after != before and after is not None:
+            emit(on_event, Event("system", f"model {model}: window {self.window(spec) or 0:,} tokens, handoff "
+                                           f"threshold {after:,}",
+                                 payload={"subtype": "window", "model": model, "window": self.window(spec),
+                                          "threshold": after}))
+
+    def _stop_if_fatal(self, client: ClaudeSDKClient, attempt: _Attempt, data: Mapping[str, Any],
+                       endpoint: str) -> None:
+        """The CLI retries a 401/403 for minutes; it cannot pass, so stop the attempt now."""
+        status = data.get("error_status")
+        if attempt.fatal or (status not in (401, 403) and data.get("error") != "authentication_failed"):
+            return
+        attempt.fatal = True
+        attempt.status = status if isinstance(status, int) else 401
+        attempt.error = (f"API Error: {attempt.status} {data.get('error') or 'authentication failed'}: "
+                         f"{endpoint} refused the credentials (check ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)")
+        asyncio.get_running_loop().create_task(client.interrupt())
+
+    def _watch(self, spec: AgentSpec, meter: ContextMeter, attempt: _Attempt, on_event: OnEvent | None) -> None:
+        """Mark the crossing, and warn once when the context first comes near it."""
+        assert self.handoff is not None
+        threshold = self.threshold(spec) or 0
+        warning = self.handoff.warning(spec.model, **self._window_facts())
         if meter.current >= threshold:
             attempt.crossed = True
-        elif meter.current >= threshold - 20_000 and not meter.warned:
+        elif meter.current >= warning and not meter.warned:
             meter.warned = True
-            emit(on_event, Event("system", f"main-thread context {meter.current:,} tokens: within 20,000 of the "
-                                           f"handoff threshold {threshold:,}",
+            emit(on_event, Event("system", f"main-thread context {meter.current:,} tokens: within "
+                                           f"{threshold - warning:,} of the handoff threshold {threshold:,}",
                                  payload={"subtype": "context_warning", "context": meter.current,
                                           "threshold": threshold}))
+
+    def _account(self, attempt: _Attempt, msg: ResultMessage) -> None:
+        """Cost and turns of one query. `total_cost_usd` is the session's running total (SDK-FACTS §10,
+        checked in tests/e2e/test_generations_e2e.py), so the attempt's cost is the total minus the base."""
+        attempt.turns += msg.num_turns
+        total = msg.total_cost_usd
+        if total is None:
+            return
+        attempt.cost = total - attempt.base_cost if total >= attempt.base_cost else total
+        if msg.session_id:
+            self._session_costs[msg.session_id] = total
 
     def _settle(self, attempt: _Attempt, msg: ResultMessage) -> None:
         attempt.result = msg
         attempt.session_id = msg.session_id or attempt.session_id
-        attempt.cost += msg.total_cost_usd or 0.0
-        attempt.turns += msg.num_turns
+        self._account(attempt, msg)
+        if attempt.fatal:
+            return
         if self._interrupt is not None and msg.subtype == "error_during_execution":
             attempt.interrupted = True
         elif msg.is_error and not attempt.stopped:
-            attempt.error = (msg.result or "; ".join(msg.errors or []) or msg.subtype).splitlines()[0]
+            text = (msg.result or "; ".join(msg.errors or []) or msg.subtype).splitlines()[0]
+            # A cap ("error_max_turns", "error_max_budget_usd") is named, so it is classified final.
+            attempt.error = text if text == msg.subtype or not msg.subtype.startswith("error_max") \
+                else f"{msg.subtype}: {text}"
             attempt.status = msg.api_error_status
         else:
             attempt.text = msg.result or ""
 
-    async def _ask_handoff(self, client: ClaudeSDKClient, attempt: _Attempt, on_event: OnEvent | None) -> None:
+    async def _ask_handoff(
+        self, client: ClaudeSDKClient, attempt: _Attempt, tally: _Tally, on_event: OnEvent | None,
+    ) -> None:
         """The exempt round: the same session writes its handoff; one retry when sections are missing."""
+        why = "the handoff was incomplete (no non-empty ## Doing and ## Next)"
         for request in (texts.HANDOFF_REQUEST, texts.HANDOFF_RETRY):
             await client.query(request)
             reply = ""
             async for msg in client.receive_response():
                 for event in to_events(msg):
+                    tally.observe(event)
                     emit(on_event, event)
                 if isinstance(msg, AssistantMessage) and msg.parent_tool_use_id is None:
                     reply += "".join(b.text for b in msg.content if isinstance(b, TextBlock))
                 elif isinstance(msg, ResultMessage):
-                    attempt.cost += msg.total_cost_usd or 0.0
-                    attempt.turns += msg.num_turns
+                    self._account(attempt, msg)
+                    if msg.is_error:
+                        why = f"the handoff round failed: {(msg.result or msg.subtype).splitlines()[0]}"
             if parse_handoff(reply):
                 attempt.handoff = reply.strip()
                 return
-        attempt.handoff = degraded_handoff("(see the workbench notes)", attempt.text, "the handoff was incomplete")
+        attempt.degraded = why
+        attempt.handoff = degraded_handoff("(see the workbench notes)", attempt.text, why)
 
     def _stop_hook(self, attempt: _Attempt, seen_calls: set[str]) -> HookMatcher:
         """PostToolUse on the main thread: end the turn at this tool boundary once the threshold is crossed."""
@@ -428,14 +616,19 @@ class Runtime:
     def _options(self, spec: AgentSpec, resume: str | None, fork: bool, stop_hook: HookMatcher | None) -> Any:
         from flower.core.guard import merge_hooks
         from flower.core.spill import spill_guard
-        from flower.core.workbench import workbench_hooks
+        from flower.core.workbench import relay_input, workbench_hooks
 
         wb = self.workbench if spec.workbench else None
         env = dict(self.env)
         if self.handoff is not None and spec.compact is None:
             env.update(CompactPolicy("no_summary").env())
+        rewrites: list[Rewrite] = [partial(relay_input, wb)] if wb is not None else []
+        isolated = isolated_types(spec)
+        if isolated:
+            rewrites.append(partial(isolation_input, isolated=isolated))
         hooks = merge_hooks(
-            workbench_hooks(wb) if wb is not None else None,
+            workbench_hooks(wb, relay=False) if wb is not None else None,
+            {"PreToolUse": [dispatch_guard(rewrites)]} if rewrites else None,
             spill_guard(wb, self.spill_threshold) if wb is not None else None,
             {"PostToolUse": [stop_hook]} if stop_hook is not None else None,
             {"PreToolUse": [approve_subagents(leads=spec.leads)]},
@@ -454,8 +647,22 @@ class Runtime:
             "workbench": str(self.workbench.root) if self.workbench is not None else None,
             "threshold": self.threshold(spec),
             "policies": self._policies,
+            "window": self.window(spec),
+            "model": self._model,
+            "session_cost_usd": self._session_costs.get(result.session_id or ""),
         }
         append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result), **where})
+
+    def _recorded_cost(self, session_id: str) -> float:
+        """The cumulative cost a session had at its last recorded step (0 when this run dir never saw it)."""
+        path = self.run_dir / "manifest.json"
+        try:
+            rows = json.loads(path.read_text()).get("steps", []) if path.exists() else []
+        except (OSError, ValueError):
+            return 0.0
+        costs = [r.get("session_cost_usd") for r in rows if isinstance(r, dict) and r.get("session_id") == session_id]
+        known = [c for c in costs if isinstance(c, (int, float))]
+        return float(known[-1]) if known else 0.0
 
 
 def rewrite_policies(store: Any) -> dict[str, Any]:

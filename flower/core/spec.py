@@ -8,22 +8,78 @@ Invariants (checked when a spec is made):
 - A delegating spec may not set `tools`: the CLI's tool list is session-wide and would strip its
   subagents too (checked with the real CLI: a worker's Write became "disabled for this session").
 - Every agent type named in `leads` is one of the spec's own agents.
+- Every field has the type it says (a bare string where a list of tool names belongs is an error, not a
+  list of letters), and every tool name is one the bundled CLI knows (`CLI_TOOLS`; `mcp__…` names and
+  permission rules like `Bash(git:*)` are checked by their tool part). Errors name the field.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
 from flower.core.compact import CompactPolicy
 from flower.errors import ConfigError
 
-__all__ = ["AgentSpec", "Effort", "PermissionMode"]
+__all__ = ["CLI_TOOLS", "AgentSpec", "Effort", "PermissionMode", "check_tools"]
 
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
+
+CLI_TOOLS = frozenset({
+    # offered by the bundled CLI 2.1.332 (its init message, and `tools=` for Glob/Grep)
+    "Agent", "Task", "Bash", "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "WebFetch", "WebSearch",
+    "TodoWrite", "ToolSearch", "Monitor", "SendMessage", "TaskStop", "CronCreate", "CronDelete", "CronList",
+    "EnterWorktree", "ExitWorktree", "ListAgents", "ReportFindings", "ScheduleWakeup", "Skill", "Workflow",
+    # named by the same binary, offered in other modes or versions
+    "AskUserQuestion", "ExitPlanMode", "EnterPlanMode", "MultiEdit", "LS", "BashOutput", "KillShell",
+    "NotebookRead", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TaskOutput", "LSP",
+})
+"""Tool names the bundled CLI knows; a name outside it is a typo, not a tool the session silently lacks."""
+
+
+def check_tools(owner: str, field_name: str, value: Any, *, optional: bool = False) -> list[str] | None:
+    """`value` as a list of known tool names, or a ConfigError naming `owner`'s `field_name`."""
+    if value is None and optional:
+        return None
+    if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
+        shown = f"the string {value!r} (write [{value!r}])" if isinstance(value, str) else type(value).__name__
+        raise ConfigError(f"{owner}: {field_name} must be a list of tool names, not {shown}")
+    names = list(value)
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"{owner}: {field_name} holds {name!r}, not a tool name")
+        base = name.split("(", 1)[0].strip()
+        if base.startswith("mcp__") or base in CLI_TOOLS:
+            continue
+        close = difflib.get_close_matches(base, sorted(CLI_TOOLS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"{owner}: {field_name} names {name!r}, which is not a tool of the Claude Code CLI{hint}")
+    return names
+
+
+def _check_type(owner: str, field_name: str, value: Any, kinds: type | tuple[type, ...], what: str) -> None:
+    if value is not None and (not isinstance(value, kinds) or isinstance(value, bool) and bool not in
+                              (kinds if isinstance(kinds, tuple) else (kinds,))):
+        raise ConfigError(f"{owner}: {field_name} must be {what}, not {type(value).__name__} {value!r}"[:300])
+
+
+def check_common(owner: str, *, model: Any = None, effort: Any = None, max_turns: Any = None,
+                 permission_mode: Any = None) -> None:
+    """The fields a spec and a worker share."""
+    _check_type(owner, "model", model, str, "a model id or alias (str)")
+    if effort is not None and effort not in get_args(Effort):
+        raise ConfigError(f"{owner}: effort must be one of {', '.join(get_args(Effort))}, not {effort!r}")
+    _check_type(owner, "max_turns", max_turns, int, "a positive int")
+    if isinstance(max_turns, int) and max_turns < 1:
+        raise ConfigError(f"{owner}: max_turns must be at least 1, not {max_turns}")
+    if permission_mode is not None and permission_mode not in get_args(PermissionMode):
+        raise ConfigError(f"{owner}: permission_mode must be one of {', '.join(get_args(PermissionMode))}, "
+                          f"not {permission_mode!r}")
 
 
 @dataclass
@@ -72,8 +128,9 @@ class AgentSpec:
     """Leave out the CLI's optional built-in tools that neither this spec nor its agents names."""
 
     def __post_init__(self) -> None:
-        if not self.name.strip():
-            raise ConfigError("AgentSpec name must not be empty")
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ConfigError(f"AgentSpec name must be a non-empty string, not {self.name!r}")
+        self._check_fields()
         if self.delegate_only and self.tools is not None:
             raise ConfigError(
                 f"AgentSpec {self.name!r}: a delegating spec cannot set tools= (it is session-wide and would "
@@ -82,3 +139,35 @@ class AgentSpec:
         unknown = [lead for lead in self.leads if lead not in (self.agents or {})]
         if unknown:
             raise ConfigError(f"AgentSpec {self.name!r}: leads {unknown} are not among its agents")
+
+    def _check_fields(self) -> None:
+        owner = f"AgentSpec {self.name!r}"
+        _check_type(owner, "instructions", self.instructions, str, "a string")
+        check_tools(owner, "tools", self.tools, optional=True)
+        check_tools(owner, "allowed_tools", self.allowed_tools)
+        check_common(owner, model=self.model, effort=self.effort, max_turns=self.max_turns,
+                     permission_mode=self.permission_mode)
+        _check_type(owner, "max_budget_usd", self.max_budget_usd, (int, float), "a positive number of dollars")
+        if self.max_budget_usd is not None and self.max_budget_usd <= 0:
+            raise ConfigError(f"{owner}: max_budget_usd must be positive, not {self.max_budget_usd}")
+        if self.agents is not None:
+            if not isinstance(self.agents, Mapping):
+                raise ConfigError(f"{owner}: agents must be a mapping of name -> worker(...), not "
+                                  f"{type(self.agents).__name__}")
+            for agent_name, agent in self.agents.items():
+                if not isinstance(agent, AgentDefinition):
+                    raise ConfigError(f"{owner}: agent {agent_name!r} is a {type(agent).__name__}, not a "
+                                      "worker(...) (an AgentDefinition)")
+                check_tools(f"{owner}, agent {agent_name!r}", "tools", agent.tools, optional=True)
+        _check_type(owner, "mcp_servers", self.mcp_servers, Mapping, "a mapping of name -> server")
+        _check_type(owner, "hooks", self.hooks, Mapping, "a mapping of event -> [HookMatcher]")
+        _check_type(owner, "compact", self.compact, CompactPolicy, "a CompactPolicy")
+        if not isinstance(self.env, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.env.items()):
+            raise ConfigError(f"{owner}: env must be a mapping of str -> str")
+        for flag in ("glance", "delegate_only", "workbench", "lean"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"{owner}: {flag} must be True or False, not {getattr(self, flag)!r}")
+        if isinstance(self.leads, str) or not isinstance(self.leads, (list, tuple)):
+            raise ConfigError(f"{owner}: leads must be a list of agent names, not {self.leads!r}")
+        self.leads = tuple(self.leads)

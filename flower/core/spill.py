@@ -21,11 +21,8 @@ Invariants:
 from __future__ import annotations
 
 import codecs
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +32,10 @@ from claude_agent_sdk import HookMatcher
 from claude_agent_sdk.types import HookContext, HookEvent, HookJSONOutput
 
 from flower.core import texts
+from flower.core.confined import Confined, TempFile
 from flower.core.workbench import Workbench, escape, inside
 from flower.core.workbench_stats import simple_commands
-from flower.errors import ConfigError
+from flower.errors import ConfigError, UnsafePathError
 
 __all__ = [
     "BULKY",
@@ -97,74 +95,55 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")  # JSON may carry lone surrogates; keep them, don't crash
 
 
-def _settle(workbench: Workbench, tmp: str, digest: str) -> Path:
-    """Give a fully written temp file its content-hash name, or drop it when that name exists."""
-    final = workbench.spill / f"{digest}.txt"
-    if final.exists():
-        os.unlink(tmp)
-    else:
-        os.replace(tmp, final)
-    return final
+def _spill_text(spill_dir: Confined, text: str, threshold: int, lines_first: bool = False) -> Spill | None:
+    """Spill `text`, unless the pointer would not be shorter than the text itself.
 
-
-def _spill_text(workbench: Workbench, text: str, threshold: int, lines_first: bool = False) -> Spill | None:
-    """Spill `text`, unless the pointer would not be shorter than the text itself."""
+    An existing file of the content's name counts only when it is a regular file holding these very bytes
+    (a symlink planted at the predictable name is replaced, never trusted or followed)."""
     data = _encode(text)
     digest = hashlib.sha256(data).hexdigest()[:_HASH_CHARS]
-    final = workbench.spill / f"{digest}.txt"
-    spill = Spill(digest, final, len(text), text[:HEAD_CHARS])
+    spill = Spill(digest, spill_dir.path / f"{digest}.txt", len(text), text[:HEAD_CHARS])
     if len(text) <= threshold or len(spill_pointer(spill, lines_first=lines_first)) >= len(text):
         return None
-    if not final.exists():
-        fd, tmp = tempfile.mkstemp(dir=workbench.spill, prefix=".spill.", suffix=".tmp")
-        with _cleanup(tmp):
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            _settle(workbench, tmp, digest)
+    spill_dir.write_once(f"{digest}.txt", data, prefix=".spill.")
     return spill
 
 
-def _spill_file(workbench: Workbench, source: str) -> Spill:
+def _spill_file(spill_dir: Confined, source: str) -> Spill:
     """Copy a file byte for byte into the spill folder, streaming (it can be large)."""
     sha = hashlib.sha256()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    chars, head = 0, ""
-    fd, tmp = tempfile.mkstemp(dir=workbench.spill, prefix=".spill.", suffix=".tmp")
-    with _cleanup(tmp):
-        with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
-            while chunk := src.read(_CHUNK):
-                sha.update(chunk)
-                dst.write(chunk)
-                text = decoder.decode(chunk)
-                chars += len(text)
-                if len(head) < HEAD_CHARS:
-                    head += text[: HEAD_CHARS - len(head)]
+    chars, size, head = 0, 0, ""
+    with spill_dir.open() as fd:
+        tmp = TempFile(fd, ".spill.")
+        try:
+            with open(source, "rb") as src:
+                while chunk := src.read(_CHUNK):
+                    sha.update(chunk)
+                    tmp.write(chunk)
+                    size += len(chunk)
+                    text = decoder.decode(chunk)
+                    chars += len(text)
+                    if len(head) < HEAD_CHARS:
+                        head += text[: HEAD_CHARS - len(head)]
             tail = decoder.decode(b"", final=True)
             chars += len(tail)
             head = (head + tail)[:HEAD_CHARS]
-        digest = sha.hexdigest()[:_HASH_CHARS]
-        final = _settle(workbench, tmp, digest)
-    return Spill(digest, final, chars, head)
+            digest = sha.hexdigest()[:_HASH_CHARS]
+            tmp.finish(f"{digest}.txt", size, sha.hexdigest())
+        except BaseException:
+            tmp.discard()  # no `.tmp` is ever left behind
+            raise
+    return Spill(digest, spill_dir.path / f"{digest}.txt", chars, head)
 
 
-@contextlib.contextmanager
-def _cleanup(tmp: str) -> Any:
-    """Remove the temp file if anything fails before it was renamed: no `.tmp` is ever left behind."""
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _log(workbench: Workbench, spill: Spill, tool: str, field: str, agent: str, tool_use_id: str | None) -> None:
+def _log(spill_dir: Confined, spill: Spill, tool: str, field: str, agent: str, tool_use_id: str | None) -> None:
     record = {"hash": spill.digest, "tool": tool, "field": field, "chars": spill.chars, "agent": agent}
     if tool_use_id:
         record["tool_use_id"] = tool_use_id
-    # One short O_APPEND write per line: concurrent hooks (parallel subagents) never interleave.
-    with open(workbench.spill / LOG_NAME, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    # One short O_APPEND write per line: concurrent hooks (parallel subagents) never interleave. A symlink
+    # at the log's name is refused, never followed.
+    spill_dir.append(LOG_NAME, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
 
 
 def reads_spill(workbench: Workbench, tool: str, tool_input: Mapping[str, Any], cwd: str | None) -> bool:
@@ -185,24 +164,24 @@ def reads_spill(workbench: Workbench, tool: str, tool_input: Mapping[str, Any], 
 class _Mover:
     """Spills fields of one tool call and logs each spill."""
 
-    workbench: Workbench
+    spill_dir: Confined
     tool: str
     threshold: int
     agent: str
     tool_use_id: str | None
 
     def text(self, field: str, text: str) -> str | None:
-        return self._done(field, _spill_text(self.workbench, text, self.threshold, self.tool == "Read"))
+        return self._done(field, _spill_text(self.spill_dir, text, self.threshold, self.tool == "Read"))
 
     def file(self, field: str, source: str) -> str | None:
-        spill = _spill_file(self.workbench, source)
+        spill = _spill_file(self.spill_dir, source)
         worth = self.threshold < spill.chars > len(spill_pointer(spill))
         return self._done(field, spill if worth else None)
 
     def _done(self, field: str, spill: Spill | None) -> str | None:
         if spill is None:
             return None
-        _log(self.workbench, spill, self.tool, field, self.agent, self.tool_use_id)
+        _log(self.spill_dir, spill, self.tool, field, self.agent, self.tool_use_id)
         return spill_pointer(spill, lines_first=self.tool == "Read")
 
 
@@ -230,8 +209,7 @@ def spill_output(
         return None  # the common case, decided before any path resolution or disk access
     if reads_spill(workbench, tool, tool_input, cwd):
         return None
-    workbench.spill.mkdir(parents=True, exist_ok=True)
-    mover = _Mover(workbench, tool, threshold, agent, tool_use_id)
+    mover = _Mover(workbench.folder("spill"), tool, threshold, agent, tool_use_id)
     if not isinstance(persisted, str) or not isinstance(tool_response.get("stdout"), str):
         return _walk(tool_response, threshold, mover.text, skip=())
     return _replace_persisted(tool_response, persisted, mover)
@@ -299,8 +277,10 @@ def spill_callback(workbench: Workbench, threshold: int = 4000, main_only: bool 
                 cwd=input_data.get("cwd"),
                 tool_use_id=tool_use_id,
             )
-        except OSError:
-            return {}  # disk trouble: the model gets the original output rather than a broken pointer
+        except (OSError, UnsafePathError):
+            # disk trouble, or a symlink where the spill folder or log should be: the model gets the
+            # original output rather than a broken pointer, and nothing is written outside
+            return {}
         if replaced is None:
             return {}
         return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": replaced}}

@@ -6,7 +6,6 @@ file lock, atomic replace) and never drops what is stored (an unreadable manifes
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
@@ -14,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
 
 __all__ = ["StepResult", "append_manifest"]
 
@@ -56,14 +57,17 @@ class StepResult:
     ended: str = ""
     duration: float = 0.0
     """Seconds."""
+    tool_errors: int = 0
+    """Tool calls that came back as errors (refused, denied or failed), main thread and subagents."""
+    tool_error_samples: tuple[str, ...] = ()
+    """The last few of them, `tool: first line`."""
 
 
 def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
     """Add one row to `run_dir/manifest.json`: read-modify-write under an exclusive file lock, atomic
     replace, so parallel processes never lose each other's rows and a crash never leaves half a file."""
     path = run_dir / "manifest.json"
-    with open(run_dir / ".manifest.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(run_dir / ".manifest.lock"):
         try:
             data = json.loads(path.read_text()) if path.exists() else {"steps": []}
         except ValueError:

@@ -31,7 +31,9 @@ Your process stays in your own transcript; only your final reply goes back, and 
 Reply in at most 30 lines: the conclusion; the evidence (key numbers, file:line); the files you wrote;
 what you could not verify. Never paste file contents, logs, command output or diffs: write them to a
 file and give its path. Do not recount your trial and error. Before you start, look for a reusable
-script in the workbench scripts folder; put scripts worth re-running there, first line `# desc: ...`."""
+script in the workbench scripts folder; put scripts worth re-running there, first line `# desc: ...`.
+The CLI refuses your .md files named report*, summary*, findings* or analysis*: name them by topic
+(`parser-findings.md`)."""
 
 # S-3: the reason a main-thread hands-on call is denied with. {where} names the artifacts folder.
 DELEGATE_DENIAL = (

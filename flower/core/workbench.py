@@ -18,10 +18,9 @@ Invariants:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import tempfile
+import stat
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,7 +31,8 @@ from claude_agent_sdk import HookMatcher
 from claude_agent_sdk.types import HookContext, HookEvent, HookJSONOutput
 
 from flower.core import texts
-from flower.errors import ConfigError
+from flower.core.confined import Confined, resolve_inside
+from flower.errors import ConfigError, UnsafePathError
 
 __all__ = [
     "Entry",
@@ -138,19 +138,6 @@ def human_size(size: int) -> str:
     return f"{value:.1f} {unit}"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write through a temp file in the same folder and `os.replace`: readers see old or new, never half."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 class Workbench:
     """The workbench folder of one run: where it is, what it holds, and how prompts mention it."""
 
@@ -166,7 +153,14 @@ class Workbench:
         if root is None and (not dirname or os.path.isabs(dirname) or ".." in Path(dirname).parts):
             raise ConfigError(f"workbench dirname must be a relative name inside the workspace: {dirname!r}")
         self.workspace = Path(os.path.realpath(workspace))
-        self.root = Path(os.path.realpath(root)) if root is not None else self.workspace / dirname
+        if root is None:
+            # A committed `.flower` symlink must not carry the workbench (spill copies of tool output
+            # included) out of the workspace; one inside it is followed once, here, and never again.
+            parts = resolve_inside(self.workspace, dirname)
+            self._base = Confined(self.workspace, parts)
+        else:
+            self._base = Confined(os.path.realpath(root))  # declared by the caller: its own anchor
+        self.root = self._base.path
         self.max_index_entries = max_index_entries
 
     def __repr__(self) -> str:
@@ -202,13 +196,17 @@ class Workbench:
         workbench already has its own: ripgrep (the Grep tool) then leaves spill copies out of searches
         over the workspace (a spill file named as the path is still searched), and git does not pick up
         copies of tool outputs, which may hold secrets from logs. Returns self."""
-        for d in (self.scripts, self.artifacts, self.notes, self.spill):
-            d.mkdir(parents=True, exist_ok=True)
-        for name in (".ignore", ".gitignore"):
-            marker = self.root / name
-            if not marker.exists():
-                write_atomic(marker, "spill/\n")
+        for section in (*SECTIONS, "spill"):
+            self.folder(section).make()
+        for marker in (".ignore", ".gitignore"):
+            if not self._base.lexists(marker):
+                self._base.write_atomic(marker, b"spill/\n", prefix=f".{marker}.")
         return self
+
+    def folder(self, *parts: str) -> Confined:
+        """A folder of the workbench (e.g. `folder("spill")`), opened without following any symlink below
+        the workspace (or below an external root): every write into the workbench goes through one."""
+        return self._base.child(*parts)
 
     def contains(self, path: str | os.PathLike[str], cwd: str | None = None) -> bool:
         return inside(path, self.root, cwd)
@@ -231,8 +229,10 @@ class Workbench:
                     continue
                 full = Path(dirpath) / name
                 try:
-                    size = full.stat().st_size
-                    head = _read_head(full)
+                    info = full.lstat()
+                    size = info.st_size
+                    # a symlink is listed, never read: its target may lie outside the workspace
+                    head = _read_head(full) if stat.S_ISREG(info.st_mode) else ""
                 except OSError:
                     continue  # vanished or unreadable between listing and reading: not indexable
                 rel = escape(full.relative_to(self.root).as_posix())
@@ -253,12 +253,10 @@ class Workbench:
         """Regenerate INDEX.md; write it (atomically) only if its text changed. True when written."""
         self.ensure()
         text = self.index_text()
-        try:
-            if self.index_path.read_text(encoding="utf-8") == text:
-                return False
-        except (OSError, UnicodeDecodeError):
-            pass
-        write_atomic(self.index_path, text)
+        data = text.encode("utf-8")
+        if self._base.read_bytes(self.index_path.name) == data:
+            return False
+        self._base.write_atomic(self.index_path.name, data, prefix=f".{self.index_path.name}.")
         return True
 
     # --- prompt blocks (S-12, B-3) ------------------------------------------------------------
@@ -337,7 +335,7 @@ def index_guard(workbench: Workbench) -> Any:
         if isinstance(path, str) and workbench.contains(path, input_data.get("cwd")):
             try:
                 workbench.refresh()
-            except OSError:
+            except (OSError, UnsafePathError):
                 pass  # an index that lags one write is harmless; a failing hook is not
         return {}
 

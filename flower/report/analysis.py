@@ -68,6 +68,8 @@ class ThreadStats:
     usage: TokenUsage = field(default_factory=TokenUsage)
     tool_calls: Mapping[str, int] = field(default_factory=dict)
     """Tool calls by tool name, each `tool_use` id once, most used first."""
+    tool_errors: int = 0
+    """Tool results that came back as errors (refused, denied or failed), each `tool_use` id once."""
 
     @property
     def calls(self) -> int:
@@ -116,6 +118,8 @@ class PruneStats:
     orphans_healed: int = 0
     chars_saved: int = 0
     main_chars_saved: int = 0
+    skipped: int = 0
+    """Things the rewrite left as stored because it could not understand them (odd stored shapes)."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,21 @@ def _thread(entries: Sequence[Entry]) -> ThreadStats:
         chars=visible_chars(entries),
         usage=add_usage(*(usage_of(entry) for _, entry in messages)),
         tool_calls=dict(tools.most_common()),
+        tool_errors=len(_failed_calls(entries)),
     )
+
+
+def _failed_calls(entries: Sequence[Entry]) -> set[str]:
+    """Ids of the tool calls whose result is an error."""
+    failed: set[str] = set()
+    for entry in entries:
+        message = entry.get("message") if isinstance(entry, Mapping) else None
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if entry.get("type") != "user" or not isinstance(content, list):
+            continue
+        failed.update(str(b.get("tool_use_id")) for b in content
+                      if isinstance(b, Mapping) and b.get("type") == "tool_result" and b.get("is_error"))
+    return failed
 
 
 def _merge(parts: Iterable[ThreadStats]) -> ThreadStats:
@@ -193,6 +211,7 @@ def _merge(parts: Iterable[ThreadStats]) -> ThreadStats:
         chars=sum(p.chars for p in parts),
         usage=add_usage(*(p.usage for p in parts)),
         tool_calls=dict(tools.most_common()),
+        tool_errors=sum(p.tool_errors for p in parts),
     )
 
 
@@ -287,7 +306,7 @@ def _spills(records: Iterable[Mapping[str, Any]], calls: Mapping[str, str]) -> S
 
 
 _PRUNE_FIELDS = ("expired", "denials_dropped", "trimmed", "api_errors_dropped", "interrupts_neutralised",
-                 "orphans_healed", "chars_saved")
+                 "orphans_healed", "chars_saved", "skipped")
 
 
 def _pruned(main: Mapping[str, Sequence[Entry]], subs: Mapping[str, Sequence[Entry]]) -> PruneStats:
@@ -297,7 +316,7 @@ def _pruned(main: Mapping[str, Sequence[Entry]], subs: Mapping[str, Sequence[Ent
     main_saved = 0
     for is_main, transcripts in ((True, main), (False, subs)):
         for entries in transcripts.values():
-            _, report = rewrite([dict(e) for e in entries])
+            _, report = rewrite([dict(e) if isinstance(e, Mapping) else e for e in entries])
             totals.update({name: getattr(report, name) for name in _PRUNE_FIELDS})
             main_saved += report.chars_saved if is_main else 0
     return PruneStats(**{name: totals[name] for name in _PRUNE_FIELDS}, main_chars_saved=main_saved)

@@ -217,6 +217,7 @@ def _summary_rows(r: Report) -> list[tuple[str, str]]:
         ("workbench reuse", reuse),
         ("cache-hit rate", _pct(r.cache_hit_rate)),
         ("cost", "unknown" if r.cost_usd is None else f"${r.cost_usd:,.4f} ({r.cost_source})"),
+        ("tool errors: main / subagents", f"{r.main.tool_errors:,} / {r.subagents.tool_errors:,}"),
     ]
 
 

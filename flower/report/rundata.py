@@ -27,6 +27,7 @@ import anyio
 
 from flower.core import texts
 from flower.errors import ConfigError, StoreError
+from flower.stores.jsonl import decode_line
 
 __all__ = [
     "RunData",
@@ -62,7 +63,8 @@ def open_store(store: str | None, run_dir: Path | None, *, create: bool = False)
         raise StoreError(f"no session store at {path}")
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteSessionStore(path)
+        return SqliteSessionStore(path)
+    return SqliteSessionStore(path, readonly=True)  # reading never writes: a read-only medium is fine
 
 
 def close_store(store: Any) -> None:
@@ -125,7 +127,9 @@ def _agent_label(subpath: str, taken: Mapping[str, Any], session: str) -> str:
 
 def _load_key(store: Any, key: dict[str, str]) -> list[Entry]:
     entries = store.load_sync(key)
-    return list(entries or [])
+    # A stored row that is JSON but not an object (a broken writer) carries nothing a report counts; the
+    # rewrite passes such rows through untouched, so leaving them out changes no number (issue #16 item 11).
+    return [entry for entry in entries or [] if isinstance(entry, dict)]
 
 
 def _add_session(data: RunData, store: Any, session: str) -> bool:
@@ -186,13 +190,16 @@ def _read_spill_log(root: Path | None) -> list[dict[str, Any]]:
     if root is None:
         return []
     try:
-        lines = (root / "spill" / "log.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = (root / "spill" / "log.jsonl").read_bytes().split(b"\n")
     except (FileNotFoundError, NotADirectoryError):
         return []
     records = []
-    for line in lines:
+    for number, line in enumerate(lines):
+        text, problem = decode_line(line, first=number == 0)  # per line: one bad byte costs one line
+        if problem is not None or not text.strip():
+            continue
         try:
-            record = json.loads(line)
+            record = json.loads(text)
         except ValueError:
             continue  # a torn line from a killed writer: skip it, keep the rest
         if isinstance(record, dict):

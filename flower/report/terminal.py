@@ -112,9 +112,11 @@ def _economics(report: Report, workbench_note: str) -> Table:
         ),
         ("next resume: expired / denials dropped", f"{p.expired} / {p.denials_dropped}"),
         ("next resume: chars saved (main)", f"{p.chars_saved:,} ({p.main_chars_saved:,})"),
+        *([("next resume: left as stored (odd shapes)", f"{p.skipped}")] if p.skipped else []),
         ("workbench", workbench_note),
         ("cache-hit rate", _pct(report.cache_hit_rate)),
         ("cost", "unknown" if report.cost_usd is None else f"${report.cost_usd:,.4f} ({report.cost_source})"),
+        ("tool errors: main / subagents", f"{report.main.tool_errors:,} / {report.subagents.tool_errors:,}"),
     ]
     if wb is not None:
         rows.insert(

@@ -15,7 +15,7 @@ import re
 
 from rich.cells import cell_len
 
-__all__ = ["fit", "format_elapsed", "format_tokens", "sanitize"]
+__all__ = ["fit", "format_elapsed", "format_tokens", "sanitize", "wrap"]
 
 _ESCAPES = re.compile(
     r"""
@@ -67,3 +67,61 @@ def fit(text: str, width: int) -> str:
         out.append(ch)
         used += size
     return "".join(out) + "..."
+
+
+_NO_LINE_START = set("。，、；：！？」』）】》〉.,;:!?)]}%…·")
+
+
+def _units(text: str) -> list[tuple[str, bool]]:
+    """`text` as (unit, space_before) pairs: Latin words, single wide characters; closing punctuation
+    glued to what precedes it, so that no line starts with it."""
+    units: list[tuple[str, bool]] = []
+    space = False
+    for ch in text:
+        if ch.isspace():
+            space = True
+            continue
+        wide = cell_len(ch) > 1
+        if units and not space and (ch in _NO_LINE_START or (not wide and cell_len(units[-1][0][-1]) == 1)):
+            units[-1] = (units[-1][0] + ch, units[-1][1])
+        else:
+            units.append((ch, space))
+        space = False
+    return units
+
+
+def wrap(text: str, width: int, *, first: str = "", hang: str = "  ") -> list[str]:
+    """`text` (one paragraph, sanitized) word-wrapped to `width` display cells.
+
+    Latin words break only at spaces, each wide (CJK) character is a break point, closing punctuation never
+    starts a line, a word longer than a line is cut by cells. The first line starts with `first`, the
+    following ones with `hang`. Every line fits in `width` cells (for `width` > the prefixes).
+    """
+    lines: list[str] = []
+    line, prefix = first, first
+    for unit, space in _units(text):
+        while True:
+            gap = " " if space and line != prefix else ""
+            if cell_len(line) + cell_len(gap) + cell_len(unit) <= width:
+                line += gap + unit
+                break
+            if line != prefix:  # break here and retry the unit on a fresh line
+                lines.append(line)
+                line = prefix = hang
+                space = False
+                continue
+            room = max(1, width - cell_len(line))  # a unit longer than a whole line: cut it by cells
+            head, used = "", 0
+            for ch in unit:
+                if used + cell_len(ch) > room and head:
+                    break
+                head += ch
+                used += cell_len(ch)
+            lines.append(line + head)
+            line = prefix = hang
+            unit, space = unit[len(head):], False
+            if not unit:
+                break
+    if line != prefix or not lines:
+        lines.append(line)
+    return lines

@@ -28,11 +28,13 @@ from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.types import SessionKey, SessionListSubkeysKey, SessionStoreEntry, SessionSummaryEntry
 
 from flower.core.handoff import message_context
+from flower.errors import StoredDataError, StoreError
 
 __all__ = [
     "Migration",
     "TranscriptKey",
     "dump_entry",
+    "encode_batch",
     "entry_type",
     "entry_uuid",
     "fold_summary",
@@ -40,6 +42,7 @@ __all__ = [
     "last_context",
     "next_mtime",
     "now_ms",
+    "parse_row",
 ]
 
 
@@ -163,3 +166,41 @@ def last_context(newest_first: Iterable[SessionStoreEntry | dict[str, Any]]) -> 
         if tokens > 0:
             return tokens
     return None
+
+
+def parse_row(payload: Any, *, store: str, key: TranscriptKey | str, row: int) -> SessionStoreEntry:
+    """One stored row's entry; a row that is not JSON is a `StoredDataError` naming store, session and row.
+
+    The row itself is left as it is (stored history is append-only); the error says where to look.
+    """
+    try:
+        return cast(SessionStoreEntry, json.loads(payload))
+    except (ValueError, TypeError) as exc:  # JSONDecodeError, UnicodeDecodeError, a NULL payload
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise StoredDataError(
+            f"session store {store}: session {key}, row {row} is not JSON ({reason}); the stored row is left "
+            "as it is"
+        ) from None
+
+
+def encode_batch(
+    entries: Sequence[Any], *, store: str, key: TranscriptKey
+) -> list[tuple[str | None, str | None, str]]:
+    """`(uuid, type, json)` per entry; a non-object or unencodable entry is a `StoreError` before anything is
+    written (the whole batch is refused: a store never holds half a batch)."""
+    rows: list[tuple[str | None, str | None, str]] = []
+    for number, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise StoreError(
+                f"session store {store}: append to session {key}: entry {number} is a {type(entry).__name__}, "
+                "not a JSON object; nothing appended"
+            )
+        try:
+            text = dump_entry(entry)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"session store {store}: append to session {key}: entry {number} cannot be stored as JSON "
+                f"({exc}); nothing appended"
+            ) from None
+        rows.append((entry_uuid(entry), entry_type(entry), text))
+    return rows

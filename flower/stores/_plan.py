@@ -20,7 +20,9 @@ from typing import Any, Literal
 
 from flower.stores._transcript import Entry, TranscriptIndex
 
-RewriteKind = Literal["expired", "trimmed", "denial", "api_error", "interrupt", "orphan"]
+RewriteKind = Literal["expired", "trimmed", "denial", "api_error", "interrupt", "orphan", "skipped"]
+"""`skipped`: something a rewrite could not understand or do (odd stored shapes, a refused spill folder); it
+was left as stored, and `note` says what and why."""
 
 _LEAF_POINTERS = ("last-prompt", "summary")
 """Entry types whose `leafUuid` names the conversation leaf a resume starts from."""
@@ -53,6 +55,15 @@ class Plan:
     def note(self, detail: RewriteDetail) -> None:
         self.details.append(detail)
 
+    def snapshot(self) -> tuple[Any, ...]:
+        """A copy of the edits so far, for undoing a stage that failed half way."""
+        return (dict(self.blocks), set(self.drop), dict(self.strip),
+                {k: list(v) for k, v in self.after.items()}, list(self.details))
+
+    def restore(self, saved: tuple[Any, ...]) -> None:
+        self.blocks, self.drop, self.strip, self.after, self.details = (
+            dict(saved[0]), set(saved[1]), dict(saved[2]), {k: list(v) for k, v in saved[3].items()}, list(saved[4]))
+
     @property
     def empty(self) -> bool:
         return not (self.blocks or self.drop or self.strip or self.after)
@@ -73,6 +84,8 @@ class RewriteReport:
     interrupts_neutralised: int = 0
     orphans_healed: int = 0
     details: tuple[RewriteDetail, ...] = ()
+    skipped: int = 0
+    """Things left as stored because a rewrite could not understand or do them (see the `skipped` details)."""
 
     @classmethod
     def of(cls, entries_in: int, entries_out: int, details: list[RewriteDetail]) -> RewriteReport:
@@ -88,6 +101,7 @@ class RewriteReport:
             count["interrupt"],
             count["orphan"],
             tuple(details),
+            count["skipped"],
         )
 
     @property
@@ -104,6 +118,7 @@ class RewriteReport:
                 (self.api_errors_dropped, "API errors dropped"),
                 (self.interrupts_neutralised, "interrupts neutralised"),
                 (self.orphans_healed, "orphans healed"),
+                (self.skipped, "skipped"),
             )
             if value
         ]
@@ -167,7 +182,10 @@ class _Relinker:
         for position in plan.drop:
             uuid = entries[position].get("uuid")  # only dict entries are ever planned for removal
             if isinstance(uuid, str):
-                self.removed[uuid] = entries[position].get("parentUuid")
+                parent = entries[position].get("parentUuid")
+                # a parent pointer that is not a string (a dict or list in a broken row) points nowhere: the
+                # children of a removed entry then become roots rather than carry the odd value on
+                self.removed[uuid] = parent if isinstance(parent, str) else None
         self.tails: dict[str, str] = {}
         for position, added in plan.after.items():
             uuid = entries[position].get("uuid")

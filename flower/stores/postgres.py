@@ -103,7 +103,7 @@ _QUERIES = {
     "summary": "SELECT mtime, data FROM {schema}.summaries WHERE project_key = %s AND session_id = %s FOR UPDATE",
     "put_summary": """INSERT INTO {schema}.summaries (project_key, session_id, mtime, data) VALUES (%s, %s, %s, %s)
         ON CONFLICT (project_key, session_id) DO UPDATE SET mtime = EXCLUDED.mtime, data = EXCLUDED.data""",
-    "load": """SELECT e.payload FROM {schema}.entries e JOIN {schema}.transcripts t ON t.id = e.transcript
+    "load": """SELECT e.seq, e.payload FROM {schema}.entries e JOIN {schema}.transcripts t ON t.id = e.transcript
         WHERE t.project_key = %s AND t.session_id = %s AND t.subpath = %s ORDER BY e.seq""",
     "sessions": "SELECT session_id, mtime FROM {schema}.transcripts WHERE project_key = %s AND subpath = ''",
     "summaries": "SELECT session_id, mtime, data FROM {schema}.summaries WHERE project_key = %s",
@@ -159,10 +159,11 @@ class PostgresSessionStore(SessionStore):
         if not entries:
             return
         tkey = TranscriptKey.of(key)
-        every_uuid = [_common.entry_uuid(e) for e in entries]
+        encoded = _common.encode_batch(entries, store=self.where, key=tkey)
+        every_uuid = [uuid for uuid, _, _ in encoded]
         keep = _common.fresh_indexes(every_uuid)  # the batch's own repeats; stored ones: ON CONFLICT
         batch, uuids = [entries[i] for i in keep], [every_uuid[i] for i in keep]
-        columns = (uuids, [_common.entry_type(e) for e in batch], [_common.dump_entry(e) for e in batch])
+        columns = (uuids, [encoded[i][1] for i in keep], [encoded[i][2] for i in keep])
         async with self._transaction() as conn:
             tid, mtime = await _one(await conn.execute(self._q["touch"], tuple(tkey)))
             inserted = await (await conn.execute(self._q["insert"], (tid, *columns))).fetchall()
@@ -178,12 +179,13 @@ class PostgresSessionStore(SessionStore):
         # (raw rows and parsed entries), and each chunk is parsed off the event loop.
         entries: list[SessionStoreEntry] = []
         async with self._transaction() as conn, conn.cursor(name="flower_load") as cursor:
-            await cursor.execute(self._q["load"], tuple(TranscriptKey.of(key)))
+            tkey = TranscriptKey.of(key)
+            await cursor.execute(self._q["load"], tuple(tkey))
             while rows := await cursor.fetchmany(_CHUNK):
                 if len(rows) < 100:
-                    entries += _parse(rows)
+                    entries += _parse(rows, self.where, tkey)
                 else:
-                    entries += await anyio.to_thread.run_sync(_parse, rows)
+                    entries += await anyio.to_thread.run_sync(_parse, rows, self.where, tkey)
         return entries or None  # a transcript row always has entries: none means never written
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
@@ -212,9 +214,10 @@ class PostgresSessionStore(SessionStore):
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         entries: list[SessionStoreEntry] = []
         with self._sync() as conn, conn.transaction(), conn.cursor(name="flower_load") as cursor:
-            cursor.execute(self._q["load"], tuple(TranscriptKey.of(key)))
+            tkey = TranscriptKey.of(key)
+            cursor.execute(self._q["load"], tuple(tkey))
             while rows := cursor.fetchmany(_CHUNK):
-                entries += _parse(rows)
+                entries += _parse(rows, self.where, tkey)
         return entries or None
 
     def has_session(self, session_id: str, project_key: str | None = None) -> bool:
@@ -238,16 +241,19 @@ class PostgresSessionStore(SessionStore):
     def last_context(self, key: SessionKey) -> int | None:
         """Main-thread context of the last turn (`_common.last_context`), paging backwards from the end."""
         with self._sync() as conn:
-            row = conn.execute(self._q["transcript"], tuple(TranscriptKey.of(key))).fetchone()
-            return None if row is None else _common.last_context(self._assistants_backwards(conn, row[0]))
+            tkey = TranscriptKey.of(key)
+            row = conn.execute(self._q["transcript"], tuple(tkey)).fetchone()
+            return None if row is None else _common.last_context(self._assistants_backwards(conn, row[0], tkey))
 
-    def _assistants_backwards(self, conn: psycopg.Connection[Any], tid: int) -> Iterator[dict[str, Any]]:
+    def _assistants_backwards(
+        self, conn: psycopg.Connection[Any], tid: int, key: TranscriptKey
+    ) -> Iterator[dict[str, Any]]:
         before = 2**63 - 1
         while True:
             rows = conn.execute(self._q["assistants_before"], (tid, before)).fetchall()
             for seq, payload in rows:
                 before = seq
-                yield json.loads(payload)
+                yield dict(_common.parse_row(payload, store=self.where, key=key, row=seq))
             if len(rows) < 200:
                 return
 
@@ -451,8 +457,8 @@ def _schema_version(conn: psycopg.Connection[Any], schema: str, where: str) -> i
 # -- small helpers ------------------------------------------------------------------------------------
 
 
-def _parse(rows: list[tuple[str]]) -> list[SessionStoreEntry]:
-    return [json.loads(payload) for (payload,) in rows]
+def _parse(rows: list[tuple[int, str]], where: str, key: TranscriptKey) -> list[SessionStoreEntry]:
+    return [_common.parse_row(payload, store=where, key=key, row=seq) for seq, payload in rows]
 
 
 async def _one(cursor: psycopg.AsyncCursor[Any]) -> tuple[Any, ...]:

@@ -33,6 +33,7 @@ Nothing here touches compaction summaries or meta entries, or removes a block wi
 from __future__ import annotations
 
 import json
+import hashlib
 import uuid as uuidlib
 from typing import Any
 
@@ -240,6 +241,17 @@ def _anchor(entries: list[Entry], index: TranscriptIndex, plan: Plan, use: ToolU
     return use.entry
 
 
+def _heal_uuid(tool_use_id: str) -> str:
+    """uuid5 of the call id; an id holding a lone surrogate (JavaScript strings can) is hashed through its
+    surrogate-escaped bytes instead of failing: same id, same uuid, on every load."""
+    try:
+        return str(uuidlib.uuid5(_HEAL_NAMESPACE, tool_use_id))
+    except UnicodeEncodeError:
+        raw = tool_use_id.encode("utf-8", "surrogatepass")
+        digest = hashlib.sha1(_HEAL_NAMESPACE.bytes + raw, usedforsecurity=False).digest()
+        return str(uuidlib.UUID(bytes=digest[:16], version=5))
+
+
 def _healing_entry(entries: list[Entry], anchor: int, orphans: list[ToolUse]) -> Entry:
     parent = entries[anchor]
     heal: Entry = {"parentUuid": parent.get("uuid")}
@@ -252,7 +264,7 @@ def _healing_entry(entries: list[Entry], anchor: int, orphans: list[ToolUse]) ->
             for use in orphans
         ],
     }
-    heal["uuid"] = str(uuidlib.uuid5(_HEAL_NAMESPACE, orphans[0].id))
+    heal["uuid"] = _heal_uuid(orphans[0].id)
     if "timestamp" in parent:
         heal["timestamp"] = parent["timestamp"]
     source = entries[orphans[0].entry].get("uuid")

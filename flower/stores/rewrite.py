@@ -120,20 +120,44 @@ def rewrite(
     check_keep_denials(keep_denials)
     if trim_policy is not None and workspace is None:
         raise ConfigError("trimming needs a workspace: spill files go to <workspace>/.flower/spill/")
-    index = TranscriptIndex.build(entries)
+    # Stored data is never trusted: a stage that trips over a shape it does not know is skipped as a whole
+    # (its edits undone) and named in the report; the other stages still run (issue #16 item 11).
     plan = Plan()
-    interrupted = find_interrupted(entries)
+    try:
+        index = TranscriptIndex.build(entries)
+        interrupted = find_interrupted(entries)
+    except Exception as exc:  # noqa: BLE001 - stored data of any shape
+        plan.note(_skipped("indexing", exc))
+        return list(entries), RewriteReport.of(len(entries), len(entries), plan.details)
+    stages: list[tuple[str, Callable[[], None]]] = []
     if ephemeral_policy is not None:
-        plan_expiry(entries, index, plan, ephemeral_policy, interrupted)
+        stages.append(("expiry", lambda: plan_expiry(entries, index, plan, ephemeral_policy, interrupted)))
     if trim_policy is not None:
-        plan_trim(entries, index, plan, trim_policy, Path(cast(str, workspace)), interrupted)
+        where = Path(cast(str, workspace))
+        stages.append(("trim", lambda: plan_trim(entries, index, plan, trim_policy, where, interrupted)))
     if keep_denials is not None:
-        plan_denials(entries, index, plan, keep_denials)
-    plan_api_errors(entries, plan)
-    plan_interrupts(entries, plan, interrupted)
-    plan_orphans(entries, index, plan)
-    out = apply(entries, plan)
+        stages.append(("denials", lambda: plan_denials(entries, index, plan, keep_denials)))
+    stages.append(("api errors", lambda: plan_api_errors(entries, plan)))
+    stages.append(("interrupts", lambda: plan_interrupts(entries, plan, interrupted)))
+    stages.append(("orphans", lambda: plan_orphans(entries, index, plan)))
+    for name, stage in stages:
+        saved = plan.snapshot()
+        try:
+            stage()
+        except Exception as exc:  # noqa: BLE001 - stored data of any shape
+            plan.restore(saved)
+            plan.note(_skipped(name, exc))
+    try:
+        out = apply(entries, plan)
+    except Exception as exc:  # noqa: BLE001 - stored data of any shape
+        details = [*[d for d in plan.details if d.kind == "skipped"], _skipped("applying the edits", exc)]
+        return list(entries), RewriteReport.of(len(entries), len(entries), details)
     return out, RewriteReport.of(len(entries), len(out), plan.details)
+
+
+def _skipped(stage: str, exc: BaseException) -> RewriteDetail:
+    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return RewriteDetail("skipped", None, None, 0, f"{stage}: {type(exc).__name__}: {reason}")
 
 
 # --- the wrapping stores (B-6) ----------------------------------------------------------------------

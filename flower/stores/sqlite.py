@@ -26,6 +26,7 @@ import random
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -95,10 +96,17 @@ _VERSION_TABLE = "flower_schema"
 class SqliteSessionStore(SessionStore):
     """Session transcripts in one SQLite file; subagent transcripts live under their `subpath`."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        """Open (creating and migrating unless `readonly`) the store at `path`.
+
+        `readonly=True` (the reading commands) opens the file with `mode=ro` and never writes: a store on a
+        read-only filesystem or file stays readable. Either way a file that fails SQLite's
+        `PRAGMA quick_check` is refused before anything reads or writes it.
+        """
         self.path = Path(path)
+        self.readonly = readonly
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = _open(self.path)
+        self._conn: sqlite3.Connection | None = _open_readonly(self.path) if readonly else _open(self.path)
 
     def __repr__(self) -> str:
         return f"SqliteSessionStore({str(self.path)!r})"
@@ -143,7 +151,7 @@ class SqliteSessionStore(SessionStore):
             return
         tkey = TranscriptKey.of(key)
         # Encode before taking the write lock: other writers wait only for the inserts.
-        rows = [(_common.entry_uuid(e), _common.entry_type(e), _common.dump_entry(e)) for e in entries]
+        rows = _common.encode_batch(entries, store=str(self.path), key=tkey)
         self._write(partial(_append, key=tkey, entries=entries, rows=rows))
 
     def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None:
@@ -153,8 +161,8 @@ class SqliteSessionStore(SessionStore):
             tid = _transcript_id(conn, tkey)
             if tid is None:
                 return None
-            rows = conn.execute("SELECT payload FROM entries WHERE transcript = ? ORDER BY seq", (tid,))
-            return [json.loads(payload) for (payload,) in rows]
+            rows = conn.execute("SELECT seq, payload FROM entries WHERE transcript = ? ORDER BY seq", (tid,))
+            return [_common.parse_row(payload, store=str(self.path), key=tkey, row=seq) for seq, payload in rows]
 
         return self._read(run)
 
@@ -196,10 +204,13 @@ class SqliteSessionStore(SessionStore):
             if tid is None:
                 return None
             cursor = conn.execute(
-                "SELECT payload FROM entries WHERE transcript = ? AND type = 'assistant' ORDER BY seq DESC",
+                "SELECT seq, payload FROM entries WHERE transcript = ? AND type = 'assistant' ORDER BY seq DESC",
                 (tid,),
             )
-            return _common.last_context(json.loads(payload) for (payload,) in cursor)
+            store = str(self.path)
+            return _common.last_context(
+                _common.parse_row(payload, store=store, key=tkey, row=seq) for seq, payload in cursor
+            )
 
         return self._read(run)
 
@@ -285,6 +296,12 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
         return StoreError(f"session store {path} stayed locked by another process: {exc}")
+    if "readonly" in str(exc) or "read-only" in str(exc):
+        return StoreError(f"session store {path} is read-only ({exc}): a run must write it; the reading "
+                          "commands (report, preview, sessions) open it read-only")
+    if "malformed" in str(exc):
+        return StoreError(f"session store {path} is corrupted ({exc}); refusing to use it: restore a backup, or "
+                          f"salvage the readable rows with `sqlite3 {path} .recover`")
     return StoreError(f"session store {path} cannot be used: {exc}")
 
 
@@ -380,7 +397,10 @@ def _open(path: Path) -> sqlite3.Connection:
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"session store {path} cannot be opened: {exc}") from None
     try:
-        if _schema_version(conn, path) < SCHEMA_VERSION:
+        version = _schema_version(conn, path)
+        if version > 0:
+            _check_integrity(conn, path)
+        if version < SCHEMA_VERSION:
             _set_wal(conn, path)
             _transaction(conn, path, partial(_migrate, path=path))
         else:
@@ -389,6 +409,81 @@ def _open(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """Connect with `mode=ro`; on a read-only filesystem, where SQLite cannot create the WAL index file,
+    fall back to `immutable=1` (nobody can write that file anyway). Never creates, migrates or writes."""
+    if not path.is_file():
+        raise StoreError(f"no session store at {path}")
+    uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
+    last: sqlite3.Error | None = None
+    for suffix in ("", "&immutable=1"):
+        try:
+            conn = sqlite3.connect(uri + suffix, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        try:
+            version = _schema_version(conn, path)
+        except StoreError as exc:
+            conn.close()
+            if isinstance(exc.__context__, sqlite3.OperationalError) and _cannot_open(exc.__context__):
+                last = exc.__context__
+                continue
+            raise
+        except BaseException:
+            conn.close()
+            raise
+        if version == 0:
+            conn.close()
+            raise StoreError(f"{path} is an empty SQLite file, not a flower session store")
+        try:
+            _check_integrity(conn, path)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+    raise StoreError(f"session store {path} cannot be opened read-only: {last}")
+
+
+def _cannot_open(exc: sqlite3.Error) -> bool:
+    text = str(exc)
+    return "unable to open" in text or "readonly" in text or "read-only" in text
+
+
+_CHECKED: dict[tuple[str, int, int, int], None] = {}
+"""Files that passed `quick_check`, by (path, inode, size, mtime): a re-open in the same process is free."""
+
+
+def _check_integrity(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a corrupted file (a torn page, a bad index) before it is read or appended to.
+
+    `PRAGMA quick_check(1)` reads every page once but skips the index-content cross-check of
+    `integrity_check`: about 0.3-0.6 s for a 200 MB store (see bench/store.py), once per process per file.
+    """
+    try:
+        info = path.stat()
+        wal = path.with_name(path.name + "-wal")
+        wal_mtime = wal.stat().st_mtime_ns if wal.exists() else 0
+    except OSError:
+        info, wal_mtime = None, 0
+    stamp = (str(path.resolve()), info.st_ino, info.st_size, max(info.st_mtime_ns, wal_mtime)) if info else None
+    if stamp is not None and stamp in _CHECKED:
+        return
+    try:
+        rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+    except sqlite3.DatabaseError as exc:
+        rows = [(str(exc),)]
+    verdict = str(rows[0][0]) if rows else "no answer"
+    if verdict != "ok":
+        raise StoreError(
+            f"session store {path} is corrupted ({' '.join(verdict.split())[:160]}); refusing to use it: restore "
+            f"a backup, or salvage the readable rows with `sqlite3 {path} .recover`"
+        )
+    if stamp is not None:
+        _CHECKED[stamp] = None
 
 
 def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
@@ -402,6 +497,13 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
             raise StoreError(f"{path} is an SQLite database but not a flower session store (tables: {shown})")
         (version,) = conn.execute(f"SELECT COALESCE(MAX(version), 0) FROM {_VERSION_TABLE}").fetchone()
     except sqlite3.DatabaseError as exc:
+        if "malformed" in str(exc):
+            raise StoreError(
+                f"session store {path} is corrupted ({exc}); refusing to use it: restore a backup, or salvage "
+                f"the readable rows with `sqlite3 {path} .recover`"
+            ) from None
+        if _cannot_open(exc):  # kept as __context__ for the read-only fallback
+            raise StoreError(f"session store {path} cannot be read: {exc}")  # noqa: B904
         raise StoreError(f"{path} is not a usable flower session store: {exc}") from None
     if version > SCHEMA_VERSION:
         raise StoreError(

@@ -34,14 +34,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from flower.core import texts
-from flower.errors import ConfigError
+from flower.core.confined import Confined, resolve_inside
+from flower.errors import ConfigError, UnsafePathError
 from flower.stores._plan import Plan, RewriteDetail, RewriteReport, run_alone
 from flower.stores._transcript import Entry, TranscriptIndex, is_protected, result_text
 from flower.stores.prune import find_interrupted
@@ -206,10 +206,20 @@ def plan_trim(
         sites.append((result.entry, result.block, text))
     if len(sites) <= policy.keep_recent:
         return
-    folder = (workspace / policy.spill_dir).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        # the same boundary as the spill guard: a symlinked `.flower` or `spill/` must not carry copies of
+        # tool output out of the workspace; then the results stay inline and the report says why
+        folder = Confined(os.path.realpath(workspace), resolve_inside(workspace, policy.spill_dir))
+        folder.make()
+    except (OSError, UnsafePathError) as error:
+        plan.note(RewriteDetail("skipped", None, None, 0, f"trim: {error}"))
+        return
     for position, number, text in _newest_excluded(sites, policy.keep_recent):
-        path = spill_text(folder, text)
+        try:
+            path = spill_text(folder, text)
+        except (OSError, UnsafePathError) as error:
+            plan.note(RewriteDetail("skipped", entries[position].get("uuid"), None, 0, f"trim: {error}"))
+            continue
         note = texts.TRIMMED_RESULT.format(chars=f"{len(text):,}", path=path)
         block = entries[position]["message"]["content"][number]
         plan.blocks[(position, number)] = {**block, "content": note}
@@ -224,22 +234,14 @@ def plan_trim(
         )
 
 
-def spill_text(folder: Path, text: str) -> Path:
-    """Write `text` to `folder/<sha256-prefix>.txt` unless that file exists; atomic (temp file + rename)."""
+def spill_text(folder: Confined | Path, text: str) -> Path:
+    """Write `text` to `folder/<sha256-prefix>.txt` unless that already is a regular file holding it; atomic
+    (temp file + rename), and no symlink below the folder's anchor is followed (a `Path` is its own anchor)."""
     data = text.encode("utf-8", "surrogatepass")  # transcripts can carry lone surrogates; keep them
-    path = folder / f"{hashlib.sha256(data).hexdigest()[:_HASH_CHARS]}.txt"
-    if path.exists():
-        return path
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".trim.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    confined = folder if isinstance(folder, Confined) else Confined(os.path.realpath(folder))
+    name = f"{hashlib.sha256(data).hexdigest()[:_HASH_CHARS]}.txt"
+    confined.write_once(name, data, prefix=".trim.")
+    return confined.path / name
 
 
 def expire_ephemeral(

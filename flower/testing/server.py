@@ -13,6 +13,12 @@ Invariants:
   violation; a script that runs out is answered 400 and recorded too. `assert_done()` (also run on
   context-manager exit without an exception) raises `ScriptError` for violations, exhaustion, and steps
   left over — so a test fails even when the CLI swallows the error.
+- A script is checked as it is given (every step a `Reply`, `Error` or `Drop`: a bare string is a
+  `ScriptError` naming the step), and each scripted `tool_use` against the request it answers: a tool the
+  request does not offer, or input keys its schema does not accept, is a `ScriptError` naming the step
+  (the CLI would only answer "No such tool" or an input error and the run would go on). `check_tools=False`
+  turns the latter off for a test that means to call a missing tool.
+- An exhausted thread is reported once, with the thread, the request and what that request asked.
 - Only 127.0.0.1 is bound; the port is ephemeral unless given, and `stop()` / `start()` keep it, so a test
   can make the endpoint unreachable for a while.
 """
@@ -29,7 +35,7 @@ from typing import Any
 
 from flower.errors import ScriptError
 from flower.testing.http import Server, make_handler
-from flower.testing.replies import DEFAULT_MODEL, Error, Step
+from flower.testing.replies import DEFAULT_MODEL, Drop, Error, Reply, Step, ToolUse
 from flower.testing.request import MAIN, Request
 from flower.testing.strict import request_problems
 
@@ -54,6 +60,10 @@ class _State:
     claimed: set[str | int] = field(default_factory=set)
     requests: list[Request] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    exhausted: dict[str, int] = field(default_factory=dict)
+    """Thread -> index of its failure line, so an exhausted thread is reported once."""
+    bad_steps: set[tuple[str, int]] = field(default_factory=set)
+    """(thread, step index) of scripted tool calls already reported."""
 
 
 class ScriptedAPI:
@@ -68,10 +78,12 @@ class ScriptedAPI:
         model: str = DEFAULT_MODEL,
         port: int = 0,
         cache: bool = True,
+        check_tools: bool = True,
     ) -> None:
         self.model = model
         self.handler = handler
         self.cache = cache
+        self.check_tools = check_tools
         self._prefixes: list[str] = []
         self._usages: dict[int, dict[str, int]] = {}
         self._lock = threading.RLock()
@@ -90,18 +102,18 @@ class ScriptedAPI:
     ) -> ScriptedAPI:
         """Append steps to the main script and add subagent scripts (keyed by a marker, or in order)."""
         with self._lock:
-            self._state.main.extend(main)
+            self._state.main.extend(_steps(main, "the main script"))
             if isinstance(subagents, Mapping):
                 if not isinstance(self._state.subagents, dict):
                     raise ScriptError("subagent scripts were given as a list before; keep one form")
                 for key, steps in subagents.items():
-                    self._state.subagents.setdefault(key, []).extend(steps)
+                    self._state.subagents.setdefault(key, []).extend(_steps(steps, f"subagent script {key!r}"))
             elif subagents is not None:
                 if isinstance(self._state.subagents, dict) and self._state.subagents:
                     raise ScriptError("subagent scripts were given by marker before; keep one form")
                 if isinstance(self._state.subagents, dict):
                     self._state.subagents = []
-                self._state.subagents.extend(list(s) for s in subagents)
+                self._state.subagents.extend(_steps(s, f"subagent script {i}") for i, s in enumerate(subagents))
         return self
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -219,12 +231,61 @@ class ScriptedAPI:
         with self._lock:
             thread = self._thread_for(request)
             if thread is None or thread.used >= len(thread.steps):
-                message = f"script exhausted for thread {request.thread} at request {request.index}"
-                self._state.failures.append(message)
-                return Error(400, f"flower.testing: {message}")
+                return Error(400, f"flower.testing: {self._exhausted(request, thread)}")
             step = thread.steps[thread.used]
             thread.used += 1
+            problem = self._tool_problem(request, step) if self.check_tools else None
+            if problem:
+                # Not consumed: the CLI's retries meet the same step, and it is reported once.
+                thread.used -= 1
+                message = f"step {thread.used + 1} of thread {request.thread}: {problem}"
+                if (request.thread, thread.used) not in self._state.bad_steps:
+                    self._state.bad_steps.add((request.thread, thread.used))
+                    self._state.failures.append(message)
+                return Error(400, f"flower.testing: {message} (request {request.index})")
             return step
+
+    def _exhausted(self, request: Request, thread: _Thread | None) -> str:
+        """One failure line per thread: which thread, which request, what it asked (later ones are counted)."""
+        state = self._state
+        asked = " ".join(request.last_user_text().split())[:160] or "(no user text)"
+        had = f"its {len(thread.steps)} step(s) are used up" if thread is not None else "no script matched it"
+        message = (f"script exhausted for thread {request.thread} at request {request.index}: {had}; "
+                   f"the request asked: {asked!r}")
+        if request.thread in state.exhausted:
+            index = state.exhausted[request.thread]
+            first, _, more = state.failures[index].partition(" [+")
+            count = int(more.split()[0]) + 1 if more else 1
+            state.failures[index] = f"{first} [+{count} more request(s) after it]"
+        else:
+            state.exhausted[request.thread] = len(state.failures)
+            state.failures.append(message)
+        return message
+
+    @staticmethod
+    def _tool_problem(request: Request, step: Step) -> str | None:
+        """A scripted tool_use the request's tools cannot take: an unknown name or unknown input keys."""
+        tools = request.body.get("tools")
+        if not isinstance(step, Reply) or not isinstance(tools, list) or not tools:
+            return None
+        schemas = {str(t.get("name")): t.get("input_schema") for t in tools if isinstance(t, Mapping)}
+        for block in step.blocks:
+            if not isinstance(block, ToolUse):
+                continue
+            if block.name not in schemas:
+                # A deferred tool (listed by name in the request, schema loaded on demand) is callable too.
+                if re.search(rf"^{re.escape(block.name)}$", request.text, re.MULTILINE):
+                    continue
+                return (f"tool_use {block.name!r} names a tool this session does not have "
+                        f"(it has {', '.join(sorted(schemas))}, and the deferred tools the request lists)")
+            schema = schemas[block.name]
+            if isinstance(schema, Mapping) and schema.get("additionalProperties") is False:
+                known = set(schema.get("properties") or {})
+                unknown = sorted(set(block.input) - known)
+                if unknown:
+                    return (f"tool_use {block.name!r} has input keys {unknown} that the tool does not accept "
+                            f"(it accepts {', '.join(sorted(known))})")
+        return None
 
     def _cached_chars(self, request: Request) -> int:
         """Prompt-cache simulation, as the API caches: only up to a `cache_control` breakpoint. The prefix
@@ -261,6 +322,19 @@ class ScriptedAPI:
         steps = subs[key] if isinstance(subs, dict) else subs[int(key)]  # type: ignore[index]
         state.threads[request.thread] = _Thread(steps)
         return state.threads[request.thread]
+
+
+def _steps(steps: Iterable[Step], where: str) -> list[Step]:
+    """A script as a list, each step checked: a bare string is not "a step that says this"."""
+    if isinstance(steps, (str, bytes)):
+        raise ScriptError(f"{where} is a string, not a list of steps: write [text({steps[:40]!r})]")
+    checked = list(steps)
+    for index, step in enumerate(checked, 1):
+        if not isinstance(step, (Reply, Error, Drop)):
+            shown = f"{step[:40]!r}: write text({step[:40]!r})" if isinstance(step, str) else repr(step)[:60]
+            raise ScriptError(f"step {index} of {where} is a {type(step).__name__}, not a step "
+                              f"(text(), tool_use(), api_error(), Drop()): {shown}")
+    return checked
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -118,7 +118,7 @@ async def test_fatal_errors_are_not_retried(scripted_api: ScriptedAPI, tmp_path:
     scripted_api.handler = lambda request: api_error(401, "invalid x-api-key")  # however often the CLI asks
     result = await runtime(scripted_api, tmp_path, workspace).run(solo(), "work")
     assert not result.ok and result.attempts == 1 and result.retries == ()
-    assert result.error and "Invalid API key" in result.error
+    assert result.error and "401" in result.error and scripted_api.base_url in result.error  # issue #17 item 10
     sessions = {r.headers.get("x-claude-code-session-id") for r in scripted_api.requests}
     assert len(sessions) == 1
 

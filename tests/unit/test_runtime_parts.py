@@ -83,7 +83,7 @@ def test_parse_handoff_needs_doing_and_next() -> None:
 
 def test_save_handoff_archives_the_previous_one(tmp_path: Path) -> None:
     first = save_handoff(tmp_path / "notes", "fix bug/1", "one")
-    assert first.name == "handoff-fix-bug-1.md" and first.read_text() == "one\n"
+    assert first.name.startswith("handoff-fix-bug-1-") and first.read_text() == "one\n"
     second = save_handoff(tmp_path / "notes", "fix bug/1", "two")
     assert second == first and second.read_text() == "two\n"
     (archived,) = (tmp_path / "notes" / "handoffs").iterdir()
@@ -122,7 +122,12 @@ def test_backoff_doubles_with_jitter_up_to_the_cap() -> None:
 
 
 def test_endpoint_probe() -> None:
-    assert endpoint_reachable(None)
+    import socket
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        assert endpoint_reachable(f"http://127.0.0.1:{listening.getsockname()[1]}")
     assert not endpoint_reachable("http://127.0.0.1:9", timeout=0.5)
 
 
@@ -184,3 +189,102 @@ def test_an_unreadable_manifest_is_kept_aside_not_overwritten(tmp_path: Path) ->
     append_manifest(tmp_path, {"run_id": "r"})
     (kept,) = tmp_path.glob("manifest.unreadable-*.json")
     assert kept.read_text() == "{broken"
+
+
+# --- issue #17: generations and resilience over many hours ---------------------------------------------
+
+
+def test_unicode_step_names_get_distinct_readable_handoff_files(tmp_path: Path) -> None:
+    """Item 4: 调研 and 干活 used to map to one file and archive each other."""
+    from flower.core.handoff import handoff_name
+
+    notes = tmp_path / "notes"
+    one, two = save_handoff(notes, "调研", "research"), save_handoff(notes, "干活", "work")
+    assert (one.name, two.name) == ("handoff-调研.md", "handoff-干活.md")
+    assert one.read_text() == "research\n" and not (notes / "handoffs").exists()
+    assert handoff_name("a/b") != handoff_name("a b") and handoff_name("a/b").startswith("a-b-")
+    assert handoff_name("///").startswith("step-") and handoff_name("solo") == "solo"
+
+
+@pytest.mark.parametrize("error", [
+    'API Error: 400 {"error":{"code":"context_length_exceeded","message":"This model\'s maximum context length is 128000"}}',
+    "API Error: 400 input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000",
+    "API Error: 400 请求的上下文长度超过模型上限",
+    "API Error: 400 prompt is too long: 210000 tokens > 200000 maximum",
+])
+def test_overflow_is_recognised_by_code_and_shape_first(error: str) -> None:
+    """Item 5: codes and shapes before English wording."""
+    assert is_context_overflow(error)
+
+
+def test_overflow_names_the_window() -> None:
+    from flower.core.handoff import overflow_window
+
+    assert overflow_window("prompt is too long: 210000 tokens > 200000 maximum") == 200_000
+    assert overflow_window("input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000") == 200_000
+    assert overflow_window("API Error: 529 Overloaded") is None
+
+
+def test_window_follows_the_model_in_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 3: explicit/FLOWER_WINDOW, then the reported model, then the spec, then ANTHROPIC_MODEL; a
+    calibrated overflow caps it."""
+    monkeypatch.delenv("FLOWER_WINDOW", raising=False)
+    policy = HandoffPolicy()
+    assert policy.resolve_window(None, env_model="claude-haiku-4-5") == 200_000
+    assert policy.resolve_window("claude-opus-5-5", reported="claude-3-7-sonnet") == 200_000
+    assert policy.resolve_window("claude-haiku-4-5", reported="claude-opus-5-5") == 200_000  # name says nothing
+    assert policy.resolve_window(None, reported="claude-haiku-4-5[1m]") == 1_000_000
+    assert policy.resolve_window(None, calibrated=174_000) == 174_000
+    assert HandoffPolicy(window=500_000).resolve_window(None, reported="claude-haiku-4-5") == 500_000
+    monkeypatch.setenv("FLOWER_WINDOW", "300k")
+    assert policy.resolve_window(None, reported="claude-haiku-4-5") == 300_000
+
+
+def test_default_headroom_scales_with_the_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 6: FLOWER_WINDOW=40000 alone used to be a ConfigError (headroom at least 50k)."""
+    monkeypatch.setenv("FLOWER_WINDOW", "40000")
+    policy = HandoffPolicy()
+    assert policy.threshold() == 30_000 and policy.warning() == 20_000
+    monkeypatch.delenv("FLOWER_WINDOW")
+    assert policy.threshold() == 750_000 and policy.max_generations == 32
+
+
+@pytest.mark.parametrize(("error", "kind"), [
+    ("API Error: Unable to connect to API: getaddrinfo ENOTFOUND api.anthropic.com", "transient"),  # item 8
+    ("API Error: 404 model not found", "fatal"),
+    ("error_max_turns: Reached maximum number of turns (3)", "fatal"),  # item 9
+    ("You exceeded your current quota, please check your plan", "fatal"),
+])
+def test_dns_outages_retry_and_caps_are_final(error: str, kind: str) -> None:
+    assert classify(error) == kind
+
+
+def test_a_quota_429_is_final_not_a_rate_limit() -> None:
+    assert classify("insufficient_quota", 429) == "fatal" and classify("slow down", 429) == "transient"
+
+
+def test_the_probe_also_checks_the_default_host() -> None:
+    """Item 10: with ANTHROPIC_BASE_URL unset the endpoint is the default API host, not "always up"."""
+    from flower.core.resilience import DEFAULT_ENDPOINT, endpoint_of
+
+    assert endpoint_of({}) == DEFAULT_ENDPOINT and endpoint_of({"ANTHROPIC_BASE_URL": "http://x:1"}) == "http://x:1"
+    assert RetryPolicy(probe_timeout=5).probe_timeout == 5
+    with pytest.raises(ConfigError, match="probe_timeout"):
+        RetryPolicy(probe_timeout=-1)
+
+
+def test_runtimes_made_together_get_distinct_run_ids(tmp_path: Path) -> None:
+    """Item 11."""
+    from flower.core.runtime import Runtime
+
+    ids = {Runtime(tmp_path, run_dir=tmp_path / "runs", workbench=False).run_id for _ in range(5)}
+    assert len(ids) == 5
+
+
+def test_a_fenced_heading_in_a_handoff_is_content() -> None:
+    """Item 7: a line "## Next" inside a code fence replaced the Next section (the handoff now uses the shared
+    section parser)."""
+    doc = ("## Doing\nWriting the docs; the template is:\n```markdown\n## Next\n(placeholder)\n```\n"
+           "## Next\n1. Publish.\n")
+    sections = parse_handoff(doc)
+    assert sections["next"] == "1. Publish." and "(placeholder)" in sections["doing"]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from claude_agent_sdk import HookMatcher
 
+from flower.core import confined as confined_mod
 from flower.core import spill as spill_mod
 from flower.core import texts
 from flower.core.spill import BULKY, HEAD_CHARS, spill_callback, spill_guard
@@ -249,12 +250,12 @@ async def test_same_output_twice_is_one_file_and_two_log_lines(wb: Workbench) ->
 @pytest.mark.anyio
 async def test_a_failed_write_leaves_no_temp_file_and_the_output_unchanged(wb: Workbench,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(src: str, dst: str) -> None:
+    def refuse(src: str, dst: str, **dir_fds: int) -> None:
         raise OSError(28, "No space left on device")
 
     persisted = wb.workspace / "persisted.txt"
     persisted.write_text(text_of(40000))
-    monkeypatch.setattr(spill_mod.os, "replace", refuse)
+    monkeypatch.setattr(confined_mod.os, "replace", refuse)
     assert await call(wb, post("Bash", {"command": "x"}, bash(text_of(5000)), wb.workspace)) == {}
     response = bash(text_of(30000), persistedOutputPath=str(persisted), persistedOutputSize=40000)
     assert await call(wb, post("Bash", {"command": "x"}, response, wb.workspace)) == {}

@@ -1,0 +1,265 @@
+"""Files in a folder that no symlink can redirect: the workbench's boundary (S-15, B-5; issue #16, 8-10).
+
+A repository is untrusted input. A committed `.flower` symlink, a symlinked `spill/` or `spill/log.jsonl`,
+or a symlink planted at a predictable spill file name would otherwise make flower write copies of tool
+output (which may hold secrets) outside the workspace, or point the model at an attacker's file.
+
+`Confined(anchor, parts)` names the folder `anchor/parts...`. The anchor is a real path the caller chose
+(the workspace, or a workbench the user declared external); every component below it is opened with
+`O_NOFOLLOW` relative to its parent's descriptor (`dir_fd`), so a symlink anywhere below the anchor is
+refused, even one swapped in after the run started. Files are created with `O_EXCL | O_NOFOLLOW`, renamed
+into place inside the same descriptor (`os.replace` with `src_dir_fd`/`dst_dir_fd` replaces a planted
+symlink rather than following it), and appended to with `O_APPEND | O_NOFOLLOW`.
+
+`resolve_inside(workspace, rel)` is the one check for a folder that must stay in the workspace: it resolves
+the path (a symlink that stays inside is fine) and refuses one that leads out, dangling ones included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path, PurePath
+
+from flower.errors import UnsafePathError
+
+__all__ = ["Confined", "resolve_inside"]
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_CHUNK = 1 << 20
+
+
+def resolve_inside(workspace: str | os.PathLike[str], rel: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The parts of `workspace/rel` after resolving every symlink, relative to the real workspace.
+
+    Raises `UnsafePathError` when the resolved path is not the workspace or below it (a symlink that leads
+    out, dangling or not).
+    """
+    base = os.path.realpath(workspace)
+    wanted = os.path.join(base, os.fspath(rel))
+    real = os.path.realpath(wanted)
+    if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
+        raise UnsafePathError(
+            f"{wanted} resolves to {real}, outside the workspace {base}: refusing to write there "
+            "(remove the symlink, or name an external workbench explicitly)"
+        )
+    return PurePath(os.path.relpath(real, base)).parts if real != base else ()
+
+
+def _refusal(path: Path, error: OSError) -> UnsafePathError:
+    what = "a symlink" if os.path.islink(path) else "not a regular folder or file"
+    return UnsafePathError(f"{path} is {what}: refusing to follow it out of the workbench ({error.strerror})")
+
+
+class Confined:
+    """The folder `anchor/parts...`, reached without following any symlink below `anchor`."""
+
+    def __init__(self, anchor: str | os.PathLike[str], parts: tuple[str, ...] = ()) -> None:
+        self.anchor = Path(anchor)
+        self.parts = tuple(p for p in parts if p not in ("", "."))
+        if any(p == ".." or "/" in p or os.sep in p for p in self.parts):
+            raise UnsafePathError(f"{self.anchor.joinpath(*self.parts)}: a confined path has plain names only")
+
+    @property
+    def path(self) -> Path:
+        return self.anchor.joinpath(*self.parts)
+
+    def __repr__(self) -> str:
+        return f"Confined({str(self.path)!r})"
+
+    def child(self, *parts: str) -> Confined:
+        return Confined(self.anchor, self.parts + parts)
+
+    @contextlib.contextmanager
+    def open(self, *, create: bool = True) -> Iterator[int]:
+        """A descriptor of the folder (created on the way when `create`); closed on exit."""
+        try:
+            fd = os.open(self.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if not create:
+                raise
+            os.makedirs(self.anchor, exist_ok=True)  # the anchor is the caller's own choice
+            fd = os.open(self.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            here = self.anchor
+            for part in self.parts:
+                here = here / part
+                child = self._step(fd, part, here, create)
+                os.close(fd)
+                fd = child
+            yield fd
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _step(fd: int, part: str, here: Path, create: bool) -> int:
+        try:
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise _refusal(here, error) from None
+            raise
+        return child
+
+    def make(self) -> Path:
+        """Create the folder (idempotent); returns its path."""
+        with self.open():
+            return self.path
+
+    def lexists(self, name: str) -> bool:
+        """Whether `name` exists in the folder, a symlink (dangling or not) included."""
+        with self.open() as fd:
+            try:
+                os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return False
+            return True
+
+    def read_bytes(self, name: str) -> bytes | None:
+        """The bytes of the regular file `name`, or None when it is missing, a symlink or not a file."""
+        with self.open() as fd:
+            try:
+                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError:
+                return None
+            with os.fdopen(handle, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    return None
+                return f.read()
+
+    def holds(self, name: str, size: int, sha256: str) -> bool:
+        """True when `name` is a regular file (not a symlink) of `size` bytes with that full sha256."""
+        with self.open() as fd:
+            return _holds(fd, name, size, sha256)
+
+    def write_atomic(self, name: str, data: bytes, *, prefix: str = ".tmp.") -> None:
+        """Write `data` to `name` through a temp file and a rename in the same folder: readers see the old
+        or the new file, never half; a symlink at `name` is replaced, never followed."""
+        with self.open() as fd:
+            tmp = _write_temp(fd, prefix, [data])
+            _settle(fd, tmp, name)
+
+    def write_once(self, name: str, data: bytes, *, prefix: str = ".tmp.") -> None:
+        """Like `write_atomic`, but nothing is written when `name` already is a regular file holding `data`
+        (content-named files: same name, same bytes; anything else there is replaced)."""
+        with self.open() as fd:
+            if _holds(fd, name, len(data), hashlib.sha256(data).hexdigest()):
+                return
+            tmp = _write_temp(fd, prefix, [data])
+            _settle(fd, tmp, name)
+
+    def append(self, name: str, data: bytes) -> None:
+        """One `O_APPEND` write to the regular file `name` (created if missing); refuses a symlink."""
+        with self.open() as fd:
+            try:
+                handle = os.open(
+                    name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd
+                )
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _refusal(self.path / name, error) from None
+                raise
+            try:
+                if not stat.S_ISREG(os.fstat(handle).st_mode):
+                    raise UnsafePathError(f"{self.path / name} is not a regular file: refusing to append to it")
+                os.write(handle, data)
+            finally:
+                os.close(handle)
+
+    def replace(self, name: str, target: Confined, target_name: str) -> None:
+        """Rename `name` here to `target_name` in `target` (no symlink followed on either side)."""
+        with self.open() as src, target.open() as dst:
+            os.replace(name, target_name, src_dir_fd=src, dst_dir_fd=dst)
+
+
+def _holds(fd: int, name: str, size: int, sha256: str) -> bool:
+    try:
+        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        return False  # missing, or a symlink (ELOOP): does not count
+    with os.fdopen(handle, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size != size:
+            return False
+        digest = hashlib.sha256()
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest() == sha256
+
+
+def _write_temp(fd: int, prefix: str, chunks: Iterator[bytes] | list[bytes]) -> str:
+    """A new temp file in the folder holding `chunks`; its name. Removed again if writing fails."""
+    for _ in range(100):
+        tmp = f"{prefix}{secrets.token_hex(8)}.tmp"
+        try:
+            handle = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd
+            )
+        except FileExistsError:
+            continue
+        break
+    else:  # pragma: no cover - 100 collisions of 64 random bits
+        raise FileExistsError(errno.EEXIST, "no free temp file name", prefix)
+    try:
+        with os.fdopen(handle, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=fd)
+        raise
+    return tmp
+
+
+def _settle(fd: int, tmp: str, name: str) -> None:
+    try:
+        os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=fd)
+        raise
+
+
+class TempFile:
+    """A temp file being written in a confined folder, renamed to its final name (or removed) at the end.
+
+    For content whose name is known only after writing (a streamed copy named by its hash).
+    """
+
+    def __init__(self, fd: int, prefix: str) -> None:
+        self.fd = fd
+        self.name = _write_temp(fd, prefix, [])
+        self.handle = os.open(self.name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.handle, view) :]
+
+    def finish(self, name: str, size: int, sha256: str) -> None:
+        """Give it `name`, unless `name` already is a regular file with this content (then drop it)."""
+        os.close(self.handle)
+        self.handle = -1
+        if _holds(self.fd, name, size, sha256):
+            os.unlink(self.name, dir_fd=self.fd)
+        else:
+            _settle(self.fd, self.name, name)
+
+    def discard(self) -> None:
+        if self.handle >= 0:
+            os.close(self.handle)
+            self.handle = -1
+        with contextlib.suppress(OSError):
+            os.unlink(self.name, dir_fd=self.fd)

@@ -1,0 +1,81 @@
+"""Rewrites of the Agent tool's input on the main thread, chained into ONE PreToolUse hook (L-13, B-4).
+
+The CLI lets each hook's `updatedInput` replace the whole tool input, so two hooks rewriting the same
+Agent call would race and one rewrite would be lost. Every rewrite is therefore a pure function
+`(tool_input) -> new input | None` and `dispatch_guard` applies them in order.
+
+Isolation (L-13) is a role property: `worker(isolate=True)` marks the definition, and every dispatch of
+that worker type gets `isolation: "worktree"` (the Agent tool's own git worktree isolation; no prompt
+text mentions it). A model's explicit `isolation` is respected. A workspace that is not inside a git
+work tree is refused before any session starts, since the CLI would only fail the dispatch later.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import AgentDefinition, HookMatcher
+
+from flower.core.spec import AgentSpec
+from flower.errors import ConfigError
+
+__all__ = ["Rewrite", "check_isolation", "dispatch_guard", "isolated_types", "isolation_input", "mark_isolated"]
+
+Rewrite = Callable[[Mapping[str, Any]], "dict[str, Any] | None"]
+_MARK = "_flower_isolate"  # an instance attribute, not a dataclass field: the SDK never sends it to the CLI
+
+
+def mark_isolated(definition: AgentDefinition) -> AgentDefinition:
+    """Mark a worker definition so that its dispatches run in their own git worktree."""
+    object.__setattr__(definition, _MARK, True)
+    return definition
+
+
+def isolated_types(spec: AgentSpec) -> frozenset[str]:
+    """The worker types of `spec` whose dispatches are isolated."""
+    return frozenset(name for name, d in (spec.agents or {}).items() if getattr(d, _MARK, False))
+
+
+def isolation_input(tool_input: Mapping[str, Any], isolated: Collection[str]) -> dict[str, Any] | None:
+    """The Agent input with `isolation: "worktree"` for an isolated worker type, else None."""
+    if tool_input.get("subagent_type") not in isolated or "isolation" in tool_input:
+        return None
+    return {**tool_input, "isolation": "worktree"}
+
+
+def check_isolation(spec: AgentSpec, workspace: Path) -> None:
+    """Refuse, in one line, isolated workers over a workspace that is not inside a git work tree."""
+    names = isolated_types(spec)
+    if not names:
+        return
+    try:
+        probe = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--is-inside-work-tree"],
+                               capture_output=True, text=True, timeout=30, check=False)
+        inside = probe.returncode == 0 and probe.stdout.strip() == "true"
+    except (OSError, subprocess.TimeoutExpired):
+        inside = False
+    if not inside:
+        raise ConfigError(
+            f"workspace {workspace} is not a git work tree: isolated workers ({', '.join(sorted(names))}) "
+            "run in git worktrees; run `git init` there or drop isolate=True"
+        )
+
+
+def dispatch_guard(rewrites: list[Rewrite]) -> HookMatcher:
+    """PreToolUse on Agent: apply `rewrites` in order and return one `updatedInput` (no decision)."""
+
+    async def _dispatch_guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+        tool_input = input_data.get("tool_input")
+        if not isinstance(tool_input, Mapping):
+            return {}
+        current: Mapping[str, Any] = tool_input
+        for rewrite in rewrites:
+            current = rewrite(current) or current
+        if current is tool_input:
+            return {}
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": dict(current)}}
+
+    return HookMatcher(matcher="Agent", hooks=[_dispatch_guard])

@@ -1,0 +1,141 @@
+"""Markdown documents cut into `## Heading` sections: one parser for handoffs, briefs and goals.
+
+    doc = parse_sections(text, known=("doing", "next"))
+    doc["next"]            # the body under "## Next" (keys are normalised: lower case, no trailing colon)
+    doc.title("next")      # "Next", as written
+    render_sections(doc)   # back to markdown
+
+Invariants:
+- A heading is an ATX heading (`#` to `######`, then a space or the end of the line), indented at most
+  three spaces, outside any fenced code block. A line inside a ``` or ~~~ fence is content whatever it
+  says; a fence closes with the same character, at least as long, and nothing after it (CommonMark); an
+  unclosed fence runs to the end of the document.
+- With `known`, only headings whose key is in it start a section; any other heading is content of the
+  section it stands in. With `level`, only headings of that depth count.
+- Nothing is dropped: text before the first section is the `preamble`, and a repeated heading appends its
+  body to the first one's (blank line between), so `render_sections` keeps every line of content.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["Heading", "Sections", "headings", "parse_sections", "render_sections", "section_key"]
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def section_key(title: str) -> str:
+    """The key a heading is looked up by: lower case, inner spaces collapsed, no trailing colon or hashes."""
+    title = _CLOSING_HASHES.sub("", title.strip())
+    return " ".join(title.strip().rstrip(":").strip().lower().split())
+
+
+@dataclass(frozen=True)
+class Heading:
+    """One heading line outside fenced code."""
+
+    line: int
+    """0-based line number."""
+    level: int
+    """1 for `#`, 2 for `##`, ..."""
+    title: str
+    """The heading's text as written (closing hashes removed)."""
+
+    @property
+    def key(self) -> str:
+        return section_key(self.title)
+
+
+def headings(text: str) -> Iterator[Heading]:
+    """The ATX headings of `text` that are not inside a fenced code block."""
+    fence: str | None = None
+    for number, line in enumerate(text.splitlines()):
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
+                    and not opened.group(2).strip():
+                fence = None
+            continue
+        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+            fence = opened.group(1)
+            continue
+        match = _HEADING.match(line)
+        if match:
+            title = _CLOSING_HASHES.sub("", match.group(2) or "").strip()
+            yield Heading(number, len(match.group(1)), title)
+
+
+@dataclass
+class Sections(Mapping[str, str]):
+    """An ordered, read-only mapping from section key to body (stripped), plus the preamble."""
+
+    preamble: str = ""
+    """Text before the first section, stripped."""
+    _bodies: dict[str, str] = field(default_factory=dict)
+    _titles: dict[str, str] = field(default_factory=dict)
+    _levels: dict[str, int] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> str:
+        return self._bodies[section_key(key)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._bodies)
+
+    def __len__(self) -> int:
+        return len(self._bodies)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and section_key(key) in self._bodies
+
+    def title(self, key: str) -> str:
+        """The heading as written for `key`."""
+        return self._titles[section_key(key)]
+
+    def level(self, key: str) -> int:
+        return self._levels[section_key(key)]
+
+    def with_section(self, title: str, body: str, level: int = 2) -> Sections:
+        """A copy with `title`'s body replaced (or the section appended at the end)."""
+        key = section_key(title)
+        copy = Sections(self.preamble, dict(self._bodies), dict(self._titles), dict(self._levels))
+        copy._bodies[key] = body.strip()
+        copy._titles.setdefault(key, title.strip())
+        copy._levels.setdefault(key, level)
+        return copy
+
+    def _add(self, heading: Heading, body: str) -> None:
+        key, body = heading.key, body.strip()
+        if key in self._bodies:
+            self._bodies[key] = "\n\n".join(part for part in (self._bodies[key], body) if part)
+            return
+        self._bodies[key] = body
+        self._titles[key] = heading.title
+        self._levels[key] = heading.level
+
+
+def parse_sections(text: str, *, known: Collection[str] | None = None, level: int | None = None) -> Sections:
+    """Cut `text` at its headings (only `known` keys / only `level`, when given) into `Sections`."""
+    wanted = {section_key(k) for k in known} if known is not None else None
+    cuts = [h for h in headings(text)
+            if (wanted is None or h.key in wanted) and (level is None or h.level == level)]
+    lines = text.splitlines()
+    doc = Sections()
+    doc.preamble = "\n".join(lines[: cuts[0].line] if cuts else lines).strip()
+    for heading, after in zip(cuts, [*cuts[1:], None]):
+        end = after.line if after is not None else len(lines)
+        doc._add(heading, "\n".join(lines[heading.line + 1 : end]))
+    return doc
+
+
+def render_sections(doc: Sections, level: int | None = None) -> str:
+    """Markdown again: the preamble, then each section under its heading (its own depth unless `level`)."""
+    parts = [doc.preamble] if doc.preamble else []
+    for key in doc:
+        marks = "#" * (level or doc.level(key))
+        parts.append(f"{marks} {doc.title(key)}\n\n{doc[key]}".rstrip())
+    return "\n\n".join(parts) + "\n"

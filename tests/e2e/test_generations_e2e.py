@@ -1,0 +1,204 @@
+"""Generations and resilience that hold over many hours, through the real CLI (issue #17 items 1-3, 6, 10;
+S-22..S-24, L-4), and the CLI's cumulative cost (a result's `total_cost_usd` is the session's running total)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+
+from flower.core.events import Event
+from flower.core.handoff import HandoffPolicy
+from flower.core.resilience import RetryPolicy
+from flower.core.runtime import Runtime
+from flower.core.spec import AgentSpec
+from flower.testing import Reply, ScriptedAPI, Text, Usage, api_error, prompt_too_long, text, tool_use
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+DOC = "## Doing\nPorting the parser ({mark}).\n## Next\n1. Finish the lexer.\n"
+FAST = RetryPolicy(max_attempts=4, base=0.05, cap=0.2, probe_timeout=30, probe_interval=0.05)
+
+
+def solo(**kwargs: Any) -> AgentSpec:
+    return AgentSpec(name="solo", instructions="Work alone.", allowed_tools=["Bash", "Read"], **kwargs)
+
+
+def runtime(api: ScriptedAPI, tmp_path: Path, workspace: Path, retries: str | None = "1", **kwargs: Any) -> Runtime:
+    extra = {"CLAUDE_CODE_MAX_RETRIES": retries} if retries else {}
+    env = {**api.cli_env(tmp_path / "home", **extra), **kwargs.pop("env", {})}
+    kwargs.setdefault("resilience", FAST)
+    return Runtime(workspace, run_dir=tmp_path / "runs", env=env, **kwargs)
+
+
+def cross(tokens: int) -> Any:
+    return tool_use("Bash", {"command": "echo work"}, usage=Usage(input_tokens=tokens))
+
+
+async def test_a_handoff_uses_no_retry(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
+    """Item 1: with max_attempts=2, a 500 right after a handoff used to fail the step (generations counted
+    as attempts). Retries count failures only."""
+    scripted_api.script([
+        cross(160_000), text(DOC.format(mark="G1")),
+        api_error(500), api_error(500),  # the CLI's own retry (MAX_RETRIES=1), then it gives up
+        text("done in generation two", usage=Usage(input_tokens=5_000)),
+    ])
+    policy = RetryPolicy(max_attempts=2, base=0.05, cap=0.1, probe_timeout=30)
+    rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=200_000), resilience=policy)
+    result = await rt.run(solo(), "port the parser")
+    assert result.ok and result.text == "done in generation two", result.error
+    assert len(result.retired) == 1 and len(result.retries) == 1 and result.attempts == 3
+    assert result.retries[0]["attempt"] == 2 and result.retries[0]["of"] == 2
+
+
+async def test_two_failed_handoffs_in_a_row_stop_the_step(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 2: a handoff the session cannot write is degraded (event, errors) and two in a row stop."""
+    scripted_api.script([
+        cross(160_000), text("I would rather keep going."), text("No."),
+        cross(5_000), cross(160_000), text("Still no."), text("No sections."),
+    ])
+    rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=200_000))
+    events: list[Event] = []
+    result = await rt.run(solo(), "task", on_event=events.append)
+    assert not result.ok and result.error is not None
+    assert result.error.startswith("stopped: two degraded handoffs in a row")
+    handoffs = [e for e in events if e.kind == "handoff"]
+    assert len(handoffs) == 1 and handoffs[0].payload["degraded"] is True
+    assert "incomplete" in handoffs[0].payload["reason"]
+    assert sum("handoff degraded" in e for e in result.errors) == 2
+
+
+async def test_the_window_follows_the_model_in_use(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 3: spec.model unset, ANTHROPIC_MODEL names a 200k model: the threshold is 150k, not 750k."""
+    monkeypatch.delenv("FLOWER_WINDOW", raising=False)
+    scripted_api.script([cross(160_000), text(DOC.format(mark="HAIKU")), text("gen two", usage=Usage(input_tokens=5_000))])
+    rt = runtime(scripted_api, tmp_path, workspace, env={"ANTHROPIC_MODEL": "claude-haiku-4-5"})
+    assert rt.threshold(solo()) == 150_000  # from ANTHROPIC_MODEL before any session
+    events: list[Event] = []
+    result = await rt.run(solo(), "task", on_event=events.append)
+    assert result.ok and len(result.retired) == 1
+    assert scripted_api.requests[0].body["model"] == "claude-haiku-4-5"
+
+
+async def test_an_overflow_calibrates_the_window(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 3: the gateway serves about 200k behind a name that says 1M. The CLI reduces the API's
+    "N tokens > M maximum" to "Prompt is too long", so the window is taken as at most the last context seen
+    before the overflow (180k), and the next generation hands over at 75% of that."""
+    monkeypatch.delenv("FLOWER_WINDOW", raising=False)
+    scripted_api.script([
+        cross(180_000), prompt_too_long(210_000, 200_000),
+        cross(5_000), cross(140_000), text(DOC.format(mark="CAL")),
+        text("gen three", usage=Usage(input_tokens=5_000)),
+    ])
+    rt = runtime(scripted_api, tmp_path, workspace)
+    assert rt.window(solo()) == 1_000_000
+    result = await rt.run(solo(), "task")
+    assert result.ok and result.text == "gen three" and len(result.retired) == 2, result.errors
+    assert rt.window(solo()) == 180_000 and rt.threshold(solo()) == 135_000
+
+
+async def test_the_generation_cap_saves_the_last_handoff_and_says_how_to_continue(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 6: FLOWER_WINDOW=40000 alone works (headroom scales); the capped step keeps the document."""
+    monkeypatch.setenv("FLOWER_WINDOW", "40000")
+    scripted_api.script([
+        cross(31_000), text(DOC.format(mark="FIRST")),
+        cross(3_000), cross(31_000), text(DOC.format(mark="LAST-WORDS-42")),
+    ])
+    rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(max_generations=2))
+    result = await rt.run(solo(), "task")
+    assert not result.ok and result.error is not None and "more than 2 generations" in result.error
+    assert len(result.handoffs) == 2 and "LAST-WORDS-42" in Path(result.handoffs[-1]).read_text()
+    assert f"flower run SPEC < {result.handoffs[-1]}" in result.error
+
+
+async def test_a_401_stops_at_once_and_names_the_endpoint(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 10: the CLI would retry a 401 ten times over minutes; the runtime stops at its first retry."""
+    scripted_api.handler = lambda request: api_error(401, "invalid x-api-key")
+    events: list[Event] = []
+    result = await runtime(scripted_api, tmp_path, workspace, retries=None).run(solo(), "work", on_event=events.append)
+    assert not result.ok and result.error is not None
+    assert "401" in result.error and scripted_api.base_url in result.error
+    assert len(scripted_api.requests) <= 3  # of the CLI's 11 (default 10 retries)
+    assert result.retries == ()
+
+
+async def test_a_down_endpoint_is_reported_once_each_way(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 10: every retry line says attempt n/N, the wait and the endpoint; the probe reports once when
+    the endpoint goes away and once when it is back. The endpoint comes back when the probe says it is
+    down (no timers)."""
+    scripted_api.script([tool_use("Bash", {"command": 'python3 -c "import time; time.sleep(1)"'}),
+                         text("back online")])
+    rt = runtime(scripted_api, tmp_path, workspace)
+    events: list[Event] = []
+    down = threading.Event()
+
+    def watch(event: Event) -> None:
+        events.append(event)
+        if event.kind == "tool_call" and not down.is_set():
+            down.set()
+            scripted_api.stop()
+        if event.payload.get("subtype") == "endpoint_down":
+            scripted_api.start()
+
+    result = await rt.run(solo(), "work", on_event=watch)
+    assert result.ok and result.text == "back online", result.error
+    states = [e.payload["subtype"] for e in events if str(e.payload.get("subtype", "")).startswith("endpoint_")]
+    assert states == ["endpoint_down", "endpoint_back"]
+    ours = [e for e in events if e.kind == "retry" and "kind" in e.payload]
+    assert ours and all(e.payload["endpoint"] == scripted_api.base_url for e in ours)
+    assert ours[0].payload["attempt"] == 2 and ours[0].payload["max_attempts"] == FAST.max_attempts
+    cli_retries = [e for e in events if e.kind == "retry" and "kind" not in e.payload]
+    assert all(e.payload["endpoint"] == scripted_api.base_url for e in cli_retries)
+
+
+async def test_cost_is_not_counted_twice(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
+    """The CLI's `total_cost_usd` is the session's running total (checked here on the reference session), so
+    summing it per query counted the handoff round's session twice. Every reply has the same usage, so the
+    step costs exactly (requests x the price of one)."""
+    same = Usage(input_tokens=160_000, output_tokens=10)
+    scripted_api.script([tool_use("Bash", {"command": "echo work"}, usage=same),
+                         Reply((Text(DOC.format(mark="COST")),), usage=same), Reply((Text("two"),), usage=same)])
+    rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=200_000))
+    result = await rt.run(solo(), "task")
+    assert result.ok and len(result.retired) == 1 and len(scripted_api.requests) == 3
+    reference = ScriptedAPI([Reply((Text("a"),), usage=same), Reply((Text("b"),), usage=same)]).start()
+    try:
+        totals: list[float] = []
+        options = ClaudeAgentOptions(env=reference.cli_env(tmp_path / "home2"), cwd=str(workspace),
+                                     setting_sources=[])
+        async with ClaudeSDKClient(options) as client:
+            for prompt in ("one", "two"):
+                await client.query(prompt)
+                async for message in client.receive_response():
+                    if isinstance(message, ResultMessage):
+                        totals.append(message.total_cost_usd or 0.0)
+    finally:
+        reference.stop()
+    one = totals[0]
+    assert totals[1] == pytest.approx(2 * one)  # cumulative within a session
+    assert result.cost_usd == pytest.approx(3 * one, rel=1e-4)
+
+
+async def test_a_turn_cap_is_final_not_retried(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
+    """Item 9: "Reached maximum number of turns" was "unknown" and retried, so max_turns could be exceeded
+    up to six times."""
+    scripted_api.script([tool_use("Bash", {"command": "echo one"})])  # the CLI stops after this turn
+    result = await runtime(scripted_api, tmp_path, workspace).run(solo(max_turns=1), "work")
+    assert not result.ok and result.retries == () and result.attempts == 1, result.errors
+    assert result.error is not None and result.error.startswith("error_max_turns")
+    assert len(scripted_api.requests) == 1
