@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -142,8 +143,9 @@ def run(
         _fail(f"--budget must be positive, not {budget}")
     changes = {k: v for k, v in (("model", model), ("max_budget_usd", budget)) if v is not None}
     spec = dataclasses.replace(spec, **changes) if changes else spec
+    again = f"flower run {shlex.quote(target)} -w {shlex.quote(workspace)} -r {shlex.quote(run_dir)} -p 'continue'"
     execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
-            otlp=otlp, as_json=as_json)
+            otlp=otlp, as_json=as_json, again=again)
 
 
 @cli.command()
@@ -195,8 +197,9 @@ def once(
         max_budget_usd=budget,
         model=model,
     )
+    again = f"flower once 'continue' -t {shlex.quote(tools)} -w {shlex.quote(workspace)} -r {shlex.quote(run_dir)}"
     execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
-            otlp=otlp, as_json=as_json)
+            otlp=otlp, as_json=as_json, again=again)
 
 
 # --- reading runs ---------------------------------------------------------------------------------

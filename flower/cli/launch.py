@@ -163,10 +163,39 @@ def event_json(event: Any) -> str:
                       default=str, ensure_ascii=False)
 
 
+class _SessionSeen:
+    """Remembers the latest session id the events carried (for the Ctrl-C message)."""
+
+    def __init__(self, resume: str | None) -> None:
+        self.session = resume
+
+    def __call__(self, event: Any) -> None:
+        found = event.payload.get("session_id") or event.payload.get("retired")
+        if isinstance(found, str) and found and event.kind != "handoff":
+            self.session = found
+
+    def then(self, callback: Any) -> Any:
+        def both(event: Any) -> None:
+            self(event)
+            callback(event)
+
+        return both
+
+
+def interrupted_message(session: str | None, again: str) -> str:
+    """What Ctrl-C prints: the stored session and the command that resumes it."""
+    if not session:
+        return "interrupted before the first session started; nothing to resume"
+    return (f"interrupted: session {session} is stored; resume it with\n"
+            f"  {again} --resume {session[:8]}")
+
+
 def execute(
     spec: Any, prompt: str, *, workspace: str, run_dir: str, store: str | None, resume: str | None,
-    otlp: str | None = None, as_json: bool = False,
+    otlp: str | None = None, as_json: bool = False, again: str = "flower run",
 ) -> None:
+    """Run one step with the live view (or JSON lines). `again` is the command line that resumes it, for
+    the message a Ctrl-C prints."""
     import dataclasses
     import json
 
@@ -197,21 +226,33 @@ def execute(
                     raise
                 raise ConfigError(f"unknown session {resume}: nothing to resume") from None
         threshold = runtime.threshold(spec)
-        with otlp_tracing(otlp, runtime.run_id, spec.name):
-            if as_json:
-                def print_event(event: Any) -> None:
-                    click.echo(event_json(event))
+        seen = _SessionSeen(resume)
+        try:
+            with otlp_tracing(otlp, runtime.run_id, spec.name):
+                if as_json:
+                    def print_event(event: Any) -> None:
+                        seen(event)
+                        click.echo(event_json(event))
 
-                result = anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=print_event))
-            else:
-                with LiveView(threshold=threshold, console=Console(highlight=False)) as view:
-                    result = anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=view.update))
+                    result = anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=print_event))
+                else:
+                    with LiveView(threshold=threshold, console=Console(highlight=False)) as view:
+                        result = anyio.run(partial(runtime.run, spec, prompt, resume=resume,
+                                                   on_event=seen.then(view.update)))
+        except KeyboardInterrupt:
+            click.echo(interrupted_message(seen.session, again), err=True)
+            raise SystemExit(130) from None
         if as_json:
             click.echo(json.dumps({"kind": "summary", "run_dir": str(runtime.run_dir),
                                    **dataclasses.asdict(result)}, default=str))
         else:
             click.echo(_summary(result, threshold, runtime.run_dir))
+            shown = getattr(view, "_last_error", None) or ""
+            if not result.ok and result.error and not (shown and shown in result.error):
+                click.echo(f"x {result.error}", err=True)  # not shown by the live view yet
     finally:
         close_store(runtime.store)
     if not result.ok:
+        if not as_json:  # the live view showed the error and the summary says "x failed": once is enough
+            raise SystemExit(1)
         raise FlowerError(f"step {result.step} failed: {result.error or 'no result'}")

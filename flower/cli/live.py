@@ -279,11 +279,15 @@ class LiveView:
             session = str(event.payload.get("session_id") or "")
             self.cost += max(0.0, float(cost) - self._session_costs.get(session, 0.0))
             self._session_costs[session] = float(cost)
-            self.pending = 0.0  # the CLI's own figure replaces the estimate
+            self.pending = 0.0  # the CLI's own figure replaces the per-message estimate
 
     def _on_error(self, event: Event) -> None:
-        if event.text.strip():  # an attempt the runtime stopped itself ends in an empty error result
-            self.say(f"x error: {event.text}", "red")
+        # An attempt the runtime stopped itself ends in an empty error result; the CLI reports one failure
+        # twice (its synthetic message, then the result): show it once.
+        if not event.text.strip() or event.text == getattr(self, "_last_error", None):
+            return
+        self._last_error = event.text
+        self.say(f"x error: {event.text}", "red")
 
     def _on_retry(self, event: Event) -> None:
         """One line per retry, the runtime's or the CLI's own: attempt n/N, the wait and the endpoint."""

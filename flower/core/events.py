@@ -115,7 +115,8 @@ def to_events(message: Any) -> list[Event]:
     if isinstance(message, SystemMessage):
         if message.subtype == "api_retry":
             return [Event("retry", str(message.data.get("error", "")), payload=dict(message.data))]
-        return [Event("system", message.subtype, payload={"subtype": message.subtype})]
+        session = message.data.get("session_id") if isinstance(message.data, Mapping) else None
+        return [Event("system", message.subtype, payload={"subtype": message.subtype, "session_id": session})]
     return [Event("unknown", type(message).__name__)]
 
 

@@ -82,6 +82,7 @@ from flower.core.resilience import (
     wait_for_endpoint,
     worker_cut_off,
 )
+from flower.core.rundir import make_run_dir
 from flower.core.steps import StepResult, append_manifest
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
 from functools import partial
@@ -214,8 +215,7 @@ class Runtime:
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise ConfigError(f"workspace {self.workspace} is not a directory")
-        self.run_dir = Path(run_dir).resolve()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = make_run_dir(Path(run_dir).resolve())  # a new run dir gets a .gitignore of `*`
         self.workbench = Workbench(self.workspace) if workbench is True else (workbench or None)
         if self.workbench is not None:
             self.workbench.ensure()

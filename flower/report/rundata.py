@@ -343,6 +343,10 @@ def load_target(target: str, store: str | None, run_dir: str) -> Any:
         raise ConfigError(f"{target} is a file, not a run dir or a session id")
     if os.sep in target or target.startswith("."):
         raise ConfigError(f"run dir {target} does not exist")
+    if not store and not (Path(run_dir) / "sessions.db").is_file():
+        # Name what the user gave: no such run dir, and no store to look the name up as a session id.
+        raise ConfigError(f"{target} is neither a run dir nor a session: no directory {target}, and no "
+                          f"session store at {Path(run_dir) / 'sessions.db'} to look it up in")
     base = open_store(store, Path(run_dir))
     return base, load_session(target, base, Path(run_dir))
 

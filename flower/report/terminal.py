@@ -146,7 +146,10 @@ def print_preview(console: Console, preview: Preview) -> None:
     for part in (preview.main, *preview.subagents):
         if not part.changed:
             continue
-        console.print(Text(f"== {part.label}: {part.report}", style="bold"))
+        # One chars-saved figure: the model-visible difference the cost lines below use too.
+        what = str(part.report).rsplit("; ", 1)[0] if "chars saved" in str(part.report) else str(part.report)
+        saved = part.chars_before - part.chars_after
+        console.print(Text(f"== {part.label}: {what}; {saved:,} chars saved", style="bold"))
         for line in part.diff:
             style = next((s for prefix, s in _DIFF_STYLES if line.startswith(prefix)), "")
             # Folded, not cut: a diff line's end is often the point (the note that replaces a body).
@@ -156,7 +159,7 @@ def print_preview(console: Console, preview: Preview) -> None:
         console.print(Text(f"unchanged: {', '.join(unchanged)}", style="dim"))
     p, pv = preview.pricing, preview
     be = pv.break_even_requests
-    even = "" if be is None else f"; even after {math.ceil(be)} requests"
+    even = "" if be is None else f"; the rewrite breaks even after {math.ceil(be)} requests"
     saved = p.tokens(pv.chars_saved)
     lines = [
         f"main thread: {pv.chars_saved:,} chars saved (~{saved:,} tokens less in every later request)",

@@ -93,7 +93,7 @@ def test_run_then_report_then_preview_then_resume(
     assert ran.exit_code == 0, ran.output
     lines = ran.stdout.splitlines()
     assert lines[0] == "= step e2e" and "* Bash cat README" in lines and "  Looking around." in lines
-    assert "> dispatch worker: make data" in lines and "  | * Bash python3 -c \"print('y' * 6000)\"" in lines
+    assert "> dispatch worker: make data" in lines and "  | worker * Bash python3 -c \"print('y' * 6000)\"" in lines
     assert any(line.startswith("  | ~ spilled 6") and "/.flower/spill/" in line for line in lines)
     assert "+ worker: make data returned" in "\n".join(lines) and "  all done" in lines
     summary = lines[-1]

@@ -1,0 +1,53 @@
+"""What a newcomer hit (issue #18): Ctrl-C names the session and the resume command; a failed step prints its
+error once; a new run dir ignores itself in git."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from flower.cli import cli
+from flower.testing import ScriptedAPI, api_error, text, tool_use
+
+pytestmark = pytest.mark.e2e
+
+
+def test_ctrl_c_prints_the_session_and_how_to_resume(scripted_api: ScriptedAPI, tmp_path: Path) -> None:
+    scripted_api.handler = lambda request: (
+        tool_use("Bash", {"command": 'python3 -c "import time; time.sleep(60)"'}) if request.index == 0
+        else text("stopped"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {**os.environ, **scripted_api.cli_env(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flower", "once", "wait a minute", "-t", "Bash", "-w", str(ws), "-r",
+         str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not scripted_api.requests and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)  # the tool is running now
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    session = scripted_api.requests[0].headers.get("x-claude-code-session-id")
+    assert f"interrupted: session {session} is stored; resume it with" in err
+    assert f"flower once 'continue' -t Bash -w {ws} -r {tmp_path / 'runs'} --resume {session[:8]}" in err
+    assert "Aborted!" not in err and "Traceback" not in err
+    assert (tmp_path / "runs" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_a_failed_step_prints_its_error_once(scripted_api: ScriptedAPI, tmp_path: Path) -> None:
+    scripted_api.handler = lambda request: api_error(400, "FAKE-BAD-REQUEST: malformed")
+    env = scripted_api.cli_env(tmp_path / "home", CLAUDE_CODE_MAX_RETRIES="0")
+    result = CliRunner().invoke(cli, ["once", "hi", "-w", str(tmp_path), "-r", str(tmp_path / "runs")], env=env,
+                                catch_exceptions=False)
+    assert result.exit_code == 1
+    assert (result.stdout + result.stderr).count("FAKE-BAD-REQUEST") == 1, result.output
+    assert "x failed once" in result.stdout
