@@ -82,7 +82,8 @@ def asks(run: str, store: str | None, schema: str, as_json: bool) -> None:
         click.echo("no question is waiting")
     for q in waiting:
         options = f"  [{' | '.join(q.options)}]" if q.options else ""
-        click.echo(f"{q.id}  {q.run}  asked {_age(q.asked_at)} ago  {q.question}{options}")
+        run_name = f"  {q.run}" if q.run else ""
+        click.echo(f"{q.id}{run_name}  asked {_age(q.asked_at)} ago  {q.question}{options}")
 
 
 @click.command()

@@ -309,6 +309,7 @@ AMEND_QUESTION = "What should be added to the goal? (It is appended; the current
 JUDGE_OVERRULED = "The human says the goal can be reached and the judge erred: {answer}"
 JUDGE_AMENDED = "The goal was amended by the human: {extra}"
 JUDGE_STOPPED = "stopped: the judge found the goal unreachable ({reason}) and nobody decided what to do"
+JUDGE_ROUNDS_SPENT = "stopped: the goal was not achieved in {rounds} round(s); the judge's last reason: {reason}"
 # The denial a subagent gets when it calls the human channel's ask tool: asking is a main-thread act.
 ASK_NOT_FROM_SUBAGENT = (
     "Only the coordinator talks to the human. Decide yourself if you can; otherwise end your work and put "

@@ -41,6 +41,7 @@ from flower.human.tools import main_thread_only, make_server
 __all__ = ["Ask", "AskState", "HumanChannel", "Mail"]
 
 _QID = re.compile(r"q(\d+)")
+REREAD = 64
 
 
 @dataclass
@@ -291,7 +292,9 @@ class HumanChannel:
             return
         with self._sync_lock:
             try:
-                letters = self.mailbox.read(self._run_key(), after=self._cursor)
+                # Re-read a few letters behind the cursor: in PostgreSQL a letter can commit after one with a
+                # higher id was read. Taking a letter twice is harmless (answers settle once, mail is deduped).
+                letters = self.mailbox.read(self._run_key(), after=max(0, self._cursor - REREAD))
             except Exception as exc:  # the run goes on without remote answers; the failure is on record
                 self._record("mailbox", exc)
                 return

@@ -185,7 +185,7 @@ class Judged:
     accepted: bool = False
     """The judge said unreachable and the human accepted the result as it is."""
     stopped: str | None = None
-    """Why the run stopped without either (unreachable and unanswered)."""
+    """Why the work stopped without either: unreachable and unanswered, or the rounds spent."""
     goal: Goal = field(default_factory=Goal)
     verdicts: tuple[Verdict, ...] = ()
     results: tuple[StepResult, ...] = ()
@@ -251,7 +251,9 @@ class WithGoal:
             result = await runtime.run(self.work.spec, feedback, resume=result.session_id,
                                        step_name=f"{work_name}#round{round_no + 1}", on_event=on_event)
             state.results.append(result)
-        return state.done(achieved=False)
+        last = state.verdicts[-1] if state.verdicts else Verdict()
+        return state.done(achieved=False, stopped=texts.JUDGE_ROUNDS_SPENT.format(
+            rounds=len(state.results), reason=last.reason or texts.VERDICT_NO_REASON))
 
     async def _unreachable(self, verdict: Verdict, state: _Rounds, path: Path, runtime: Any) -> tuple[str, Judged | None]:
         """Ask the human; returns the feedback for the next round, or how the work ends."""

@@ -164,8 +164,9 @@ class PostgresMailbox:
             raise ConfigError(f"PostgreSQL schema name {schema!r} must be lower-case letters, digits and _")
         self.dsn, self.schema = dsn, schema
         self._lock = threading.Lock()
+        self._timeout = max(1, round(connect_timeout))
         try:
-            self._conn = psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
+            self._conn = psycopg.connect(dsn, autocommit=True, connect_timeout=self._timeout)
             self._conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
             self._conn.execute(
                 f'CREATE TABLE IF NOT EXISTS "{schema}".human_letters (id BIGSERIAL PRIMARY KEY, run TEXT NOT NULL, '
@@ -178,35 +179,36 @@ class PostgresMailbox:
     def __repr__(self) -> str:
         return f"PostgresMailbox(schema={self.schema!r})"
 
-    def post(self, run: str, kind: LetterKind, body: str, *, ref: str = "", meta: dict[str, Any] | None = None) -> int:
+    def _execute(self, query: str, args: tuple[Any, ...], what: str) -> list[tuple[Any, ...]]:
+        """Run one statement; a connection that dropped (a server restart during a long run) is opened again once."""
         import psycopg
 
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    if self._conn.closed:
+                        self._conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._timeout)
+                    return [tuple(row) for row in self._conn.execute(query, args).fetchall()]
+                except psycopg.OperationalError as exc:
+                    if attempt == 2 or not self._conn.closed:
+                        raise StoreError(f"cannot {what} the mailbox: {str(exc).strip().splitlines()[0]}") from None
+                except psycopg.Error as exc:
+                    raise StoreError(f"cannot {what} the mailbox: {str(exc).strip().splitlines()[0]}") from None
+        return []
+
+    def post(self, run: str, kind: LetterKind, body: str, *, ref: str = "", meta: dict[str, Any] | None = None) -> int:
         _check_kind(kind)
         row = (run, kind, ref, body, json.dumps(meta or {}, ensure_ascii=False), time.time())
-        with self._lock:
-            try:
-                cursor = self._conn.execute(
-                    f'INSERT INTO "{self.schema}".human_letters (run, kind, ref, body, meta, at) '
-                    "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id", row
-                )
-                found = cursor.fetchone()
-            except psycopg.Error as exc:
-                raise StoreError(f"cannot write to the mailbox: {str(exc).strip().splitlines()[0]}") from None
-        return int(found[0]) if found else 0
+        found = self._execute(f'INSERT INTO "{self.schema}".human_letters (run, kind, ref, body, meta, at) '
+                              "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id", row, "write to")
+        return int(found[0][0]) if found else 0
 
     def read(self, run: str | None = None, *, after: int = 0) -> list[Letter]:
-        import psycopg
-
         query = f'SELECT id, run, kind, ref, body, meta, at FROM "{self.schema}".human_letters WHERE id > %s'
         args: tuple[Any, ...] = (after,)
         if run is not None:
             query, args = query + " AND run IN (%s, '*')", (after, run)
-        with self._lock:
-            try:
-                rows = self._conn.execute(query + " ORDER BY id", args).fetchall()
-            except psycopg.Error as exc:
-                raise StoreError(f"cannot read the mailbox: {str(exc).strip().splitlines()[0]}") from None
-        return [_letter(tuple(r)) for r in rows]
+        return [_letter(row) for row in self._execute(query + " ORDER BY id", args, "read")]
 
     def close(self) -> None:
         with self._lock:

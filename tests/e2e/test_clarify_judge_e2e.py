@@ -183,6 +183,17 @@ async def test_an_unparseable_verdict_is_not_achieved(
     assert texts.VERDICT_NO_REASON in scripted_api.main_requests[2].last_user_text()
 
 
+async def test_rounds_spent_without_the_goal_stop_with_the_last_reason(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    scripted_api.script([text("done"), text("Seems fine, probably.")])
+    rt = runtime(scripted_api, tmp_path, workspace)
+    GOAL.write(rt.workbench.notes / "goal.md")  # type: ignore[union-attr]
+    judged = await with_goal(Work(solo(), "Add --json."), None, rounds=1).run(rt)
+    assert not judged.ok and judged.rounds == 1 and judged.verdicts[0].state == ""
+    assert judged.stopped == texts.JUDGE_ROUNDS_SPENT.format(rounds=1, reason=texts.VERDICT_NO_REASON)
+
+
 async def test_mail_sent_before_the_brief_is_frozen_stays_in_it(
     scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
 ) -> None:
