@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flower.errors import ConfigError, StoreError
+from flower.errors import ConfigError, FlowerError, StoreError
 
 __all__ = ["APP_NAME", "APP_VERSION", "Engine", "client", "current", "database_url", "destroy", "launch"]
 
@@ -115,9 +115,12 @@ def _check_postgres(url: str) -> None:
 
 
 class _Quiet(logging.Filter):
-    """Drop DBOS's benign notice when a recovered workflow is started again by id."""
+    """Drop DBOS's benign notice when a recovered workflow is started again by id, and its tracebacks of
+    flower's own errors (a gate that returned a non-bool is one line, not a page)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], FlowerError):
+            return False  # flower's own errors reach the user as one line, from the CLI
         return "Workflow already exists in queue" not in record.getMessage()
 
 
@@ -149,7 +152,9 @@ def launch(
         from dbos import DBOS
 
         level = "INFO" if verbose else "WARNING"
-        logging.getLogger("dbos").addFilter(_Quiet())
+        dbos_log = logging.getLogger("dbos")
+        if not any(isinstance(f, _Quiet) for f in dbos_log.filters):
+            dbos_log.addFilter(_Quiet())
         config: Any = {
             "name": APP_NAME,
             "system_database_url": url,
