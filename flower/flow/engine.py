@@ -20,6 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -84,10 +85,19 @@ def _redact(url: str) -> str:
     return url
 
 
+def _wal(path: Path) -> None:
+    """Write-ahead logging: a checkpoint costs one small fsync instead of several (measured about 10x fewer
+    milliseconds per DBOS step, bench/workflow.py); it stays set in the file. A killed process loses nothing
+    committed; WAL needs a local disk (not a network share)."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("pragma journal_mode=wal")
+
+
 def _check_sqlite(path: Path) -> None:
     """A missing file is fine (DBOS creates it); an existing one must be a DBOS system database."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
+        _wal(path)
         return
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
@@ -99,6 +109,7 @@ def _check_sqlite(path: Path) -> None:
             f"{path} belongs to another application (tables: {', '.join(sorted(tables)[:4])}), "
             "not a DBOS system database"
         )
+    _wal(path)
 
 
 def _check_postgres(url: str) -> None:
