@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -108,6 +109,19 @@ def test_killed_in_step_two_then_the_same_command_continues(
         assert manifest[-1]["session_id"] == session(two) and manifest[-1]["error"] == "killed by SIGTERM"
     else:
         assert [r["step"] for r in manifest] == ["one"]  # SIGKILL: nothing written on the way out
+
+    if how == signal.SIGKILL:  # a copied workspace and run dir start fresh, with a notice, never an error
+        copy = tmp_path / "copy"
+        shutil.copytree(ws, copy / "ws")
+        shutil.copytree(run_dir, copy / "runs")
+        scripted_api.script([text("one again"), text("two again"), text("three again")])
+        code, _, err = finish(flower(env, "run", f"{tmp_path / 'flow.py'}:flow", "-w", str(copy / "ws"), "-r",
+                                     str(copy / "runs")))
+        assert code == 0, err
+        assert f"flower: run {row['run_id']} of three-steps belongs to {ws}; starting a fresh run in {copy / 'ws'}" \
+            in err.splitlines()
+        states = {r["run_id"]: r["state"] for r in runs_json(env, copy / "runs")}
+        assert states.pop(row["run_id"]) == "interrupted" and list(states.values()) == ["finished"]
 
     restart = len(scripted_api.requests)
     scripted_api.script([text("TWO"), text("THREE")])
