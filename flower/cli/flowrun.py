@@ -101,6 +101,11 @@ def _drive(workflow: Any, runtime: Any, *, store: str | None, run_id: str | None
                 ctx = asyncio.run(main())
             except KeyboardInterrupt:
                 ctx = None
+            finally:
+                from flower.flow import engine
+
+                if engine.current() is not None:
+                    engine.destroy()
     if ctx is None:
         hint = f"flower resume {runtime.run_id} -r {runtime.run_dir}" + (" --store ..." if store else "")
         click.echo(f"flower: stopped; the run is kept. Continue it with: {hint}", err=True)

@@ -503,7 +503,7 @@ class Runtime:
         endpoint = endpoint_of(self._cli_env())
         async for msg in client.receive_response():
             if attempt.session_id is None:
-                attempt.session_id = getattr(msg, "session_id", None)
+                attempt.session_id = getattr(msg, "session_id", None) or _init_session(msg)
                 if attempt.session_id is not None:  # the instant it is known, so a workflow can record it (L-7)
                     emit(on_event, Event("system", "session", payload={"subtype": "session",
                                                                         "session_id": attempt.session_id}))
@@ -736,6 +736,13 @@ def rewrite_policies(store: Any) -> dict[str, Any]:
         "ephemeral": {"keep_recent": ephemeral.keep_recent} if ephemeral else None,
         "keep_denials": getattr(store, "keep_denials", 1),
     }
+
+
+def _init_session(msg: Any) -> str | None:
+    """The session id of the CLI's init frame: known before the first API reply."""
+    data = getattr(msg, "data", None) if getattr(msg, "subtype", None) == "init" else None
+    sid = data.get("session_id") if isinstance(data, dict) else None
+    return sid if isinstance(sid, str) and sid else None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -374,16 +374,17 @@ def _notice(on_event: OnEvent | None, text: str) -> None:
     emit(on_event, Event("system", text, payload={"subtype": "workflow"}))
 
 
-async def _unfinished(name: str, workspace: Path, on_event: OnEvent | None) -> str | None:
-    """The latest unfinished run of this workflow in this workspace; a run of another workspace (a copied
-    or moved directory) is noted and left alone."""
+async def _unfinished(name: str, workspace: Path, context: dict[str, Any], on_event: OnEvent | None) -> str | None:
+    """The latest unfinished run of this workflow in this workspace with the same initial context (for an
+    AgentSpec target: the same prompt); a run of another workspace (a copied or moved directory) is noted
+    and left alone."""
     rows = await DBOS.list_workflows_async(name=RUN_WORKFLOW, status=["PENDING", "ENQUEUED"], sort_desc=True,
                                            load_output=False)
     for row in rows:
         given: Any = row.input or {}
         args: Any = given.get("args") or ({},)
         meta = args[0] if args and isinstance(args[0], dict) else {}
-        if meta.get("workflow") != name:
+        if meta.get("workflow") != name or meta.get("context", {}) != context:
             continue
         if meta.get("workspace") == str(workspace):
             return row.workflow_id
@@ -432,7 +433,7 @@ async def run(
         "context": dict(workflow.context or {}),
     }
     if run_id is None and not new:
-        run_id = await _unfinished(workflow.name, runtime.workspace, on_event)
+        run_id = await _unfinished(workflow.name, runtime.workspace, meta["context"], on_event)
     resuming = run_id is not None
     run_id = run_id or runtime.run_id
     runtime.run_id = run_id

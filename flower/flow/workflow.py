@@ -120,13 +120,14 @@ class Workflow:
             if not isinstance(item, (Step, Parallel)):
                 raise FlowError(f"workflow {self.name}: a step is a {type(item).__name__}, not a Step or parallel()")
             members = item.steps if isinstance(item, Parallel) else (item,)
+            earlier = list(seen)
             for step in members:
                 if step.name in seen:
                     raise FlowError(f"workflow {self.name} has two steps named {step.name}")
-                if step.resume_from is not None and step.resume_from not in seen:
+                if step.resume_from is not None and step.resume_from not in earlier:
                     raise FlowError(f"step {step.name}: resume_from names {step.resume_from!r}, "
                                     "which is not an earlier step")
-            seen.extend(step.name for step in members)
+                seen.append(step.name)
         for key in self.context or {}:
             if str(key).startswith("_"):
                 raise FlowError(f"workflow {self.name}: context key {key!r} may not start with '_'")
