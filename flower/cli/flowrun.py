@@ -237,7 +237,8 @@ def cancel(run_id: str, run_dir: str, store: str | None) -> None:
               help="The fleet's PostgreSQL (sessions and runs' state; env FLOWER_STORE).")
 @_run_dir
 @click.option("--id", "executor_id", default=None, metavar="NAME",
-              help="This worker's name; restarting with the same name recovers the steps it was running.")
+              help="This worker's name (default worker-HOSTNAME); restarting under the same name puts the steps "
+              "it was running when it died back in the queue.")
 @_verbose
 def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> None:
     """Take queued parallel steps of any run on the fleet's PostgreSQL until stopped (Ctrl-C, SIGTERM)."""
@@ -254,7 +255,10 @@ def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> 
     async def main() -> None:
         import signal
 
-        current = engine.launch(run_dir, store=store, verbose=verbose, executor_id=executor_id)
+        import socket
+
+        name = executor_id or f"worker-{socket.gethostname()}"
+        current = engine.launch(run_dir, store=store, verbose=verbose, executor_id=name)
         click.echo(f"worker {current.executor_id} on {current.where}: taking queued steps (Ctrl-C to stop)",
                    err=True)
         stop = asyncio.Event()

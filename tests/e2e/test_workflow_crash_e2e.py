@@ -123,6 +123,14 @@ def test_killed_in_step_two_then_the_same_command_continues(
         states = {r["run_id"]: r["state"] for r in runs_json(env, copy / "runs")}
         assert states.pop(row["run_id"]) == "interrupted" and list(states.values()) == ["finished"]
 
+    if how == signal.SIGTERM:  # a copy of the stopped run, cancelled for good: its record stays
+        cancelled = tmp_path / "cancelled-runs"
+        shutil.copytree(run_dir, cancelled)
+        code, out, err = finish(flower(env, "cancel", row["run_id"], "-r", str(cancelled)))
+        assert (code, out.strip()) == (0, f"cancelled run {row['run_id']} (it was pending)"), err
+        (gone,) = runs_json(env, cancelled)
+        assert (gone["state"], gone["done"]) == ("cancelled", 1)
+
     restart = len(scripted_api.requests)
     scripted_api.script([text("TWO"), text("THREE")])
     code, _, err = finish(flower(env, *command))

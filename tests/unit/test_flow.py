@@ -82,3 +82,27 @@ def test_another_applications_file_is_refused_and_left_alone(tmp_path: Path) -> 
     with pytest.raises(StoreError, match="is not a DBOS system database"):
         engine.launch(tmp_path / "junk")
     assert path.read_bytes() == before and engine.current() is None
+
+
+def test_a_parallel_writer_gets_a_git_worktree_in_a_repository_else_a_copy(tmp_path: Path) -> None:
+    import subprocess
+
+    from flower.flow.durable import isolated_workspace
+
+    repo, plain, runs = tmp_path / "repo", tmp_path / "plain", tmp_path / "runs"
+    for folder in (repo, plain):
+        folder.mkdir()
+        (folder / "a.txt").write_text("committed\n")
+        (folder / ".flower").mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    (repo / "a.txt").write_text("uncommitted\n")
+
+    tree = isolated_workspace(repo, runs, "run-1", "fix[0]")
+    assert tree == runs / "workspaces" / "run-1" / "fix_0_" and (tree / ".git").is_file()  # a worktree
+    assert (tree / "a.txt").read_text() == "committed\n"  # at HEAD: uncommitted changes are not in it
+    assert isolated_workspace(repo, runs, "run-1", "fix[0]") == tree  # the same path on a re-run
+    copy = isolated_workspace(plain, runs, "run-1", "fix[1]")
+    assert (copy / "a.txt").read_text() == "committed\n" and not (copy / ".flower").exists()
