@@ -90,7 +90,9 @@ def mutate(entries: list[Any], kind: str, where: float, odd: Any) -> None:
                 entries[j] = {**entries[j], "message": "a string, not a message"}
                 return
     elif kind == "type_swap":  # a user entry claiming to be an assistant one, or the other way round
-        swapped = {"user": "assistant", "assistant": "user"}.get(entries[i].get("type"), "assistant")
+        kind_now = entries[i].get("type")
+        swapped = {"user": "assistant", "assistant": "user"}.get(kind_now, "assistant") if isinstance(
+            kind_now, str) else "user"
         entries[i] = {**entries[i], "type": swapped if odd is None else odd}
     elif kind == "flags_odd":  # the markers the rewrites read, with odd values
         entries[i] = {**entries[i], "isSidechain": odd, "agentId": odd, "isMeta": odd, "toolDenialKind": odd,
