@@ -21,7 +21,7 @@ _BIG_NUMBER = re.compile(r"[0-9]{7,}|[0-9.][eE][+-]?[0-9]")
 
 _JQ_ALLOWED = frozenset(
     """
-    and or not if then elif else end as try catch label break empty error null true false
+    tonumber and or not if then elif else end as try catch label break empty error null true false
     length utf8bytelength keys keys_unsorted values has in map map_values path del to_entries from_entries
     with_entries select arrays objects iterables booleans numbers normals finites strings nulls scalars
     add any all flatten floor sqrt fabs abs round ceil min max min_by max_by unique unique_by group_by
@@ -72,10 +72,30 @@ def _jq_string(src: str, i: int) -> int:
     raise Refusal("script", "jq")
 
 
+def _jq_flags(src: str, i: int) -> int:
+    """Past the regex flags of `test(re; flags)`/`split(re; flags)`: a string literal without `g`
+    (global matching loops on an empty match in jq 1.6), directly followed by the closing `)`."""
+    while i < len(src) and src[i].isspace():
+        i += 1
+    if not src.startswith('"', i):
+        raise Refusal("loop", "jq ;")
+    end = _jq_string(src, i)
+    if "g" in src[i + 1 : end - 1] or "\\" in src[i + 1 : end - 1]:
+        raise Refusal("loop", "jq regex flags")
+    rest = end
+    while rest < len(src) and src[rest].isspace():
+        rest += 1
+    if not src.startswith(")", rest):
+        raise Refusal("loop", "jq ;")
+    return end
+
+
 def _jq_scan(src: str, i: int, *, nested: bool) -> int:
     """Check tokens from `i`; with `nested`, stop past the `)` that closes an interpolation."""
     brackets: list[str] = []
+    callers: list[str] = []  # per open bracket: the identifier right before it (`test(`)
     key = False  # an identifier here is an object key (`{name: .x}`, `{name}`)
+    last = ""
     while i < len(src):
         c = src[i]
         if c.isspace():
@@ -91,7 +111,8 @@ def _jq_scan(src: str, i: int, *, nested: bool) -> int:
         i += len(token)
         if token in "([{":
             brackets.append(token)
-            key = token == "{"
+            callers.append(last if token == "(" else "")
+            key, last = token == "{", ""
             continue
         if token in ")]}":
             if not brackets:
@@ -100,7 +121,11 @@ def _jq_scan(src: str, i: int, *, nested: bool) -> int:
                 raise Refusal("script", "jq")
             if {")": "(", "]": "[", "}": "{"}[token] != brackets.pop():
                 raise Refusal("script", "jq")
-            key = False
+            callers.pop()
+            key, last = False, ""
+            continue
+        if token == ";" and callers[-1:] in (["test"], ["split"]):
+            i = _jq_flags(src, i)  # `test("x"; "i")`: literal flags without g, then the call ends
             continue
         if token == "," and brackets[-1:] == ["{"]:
             key = True
@@ -117,7 +142,7 @@ def _jq_scan(src: str, i: int, *, nested: bool) -> int:
         elif token in ("*", ";") or token.endswith("=") and token not in ("==", "!=", "<=", ">="):
             # `*` repeats strings, `;` passes regex flags or a second argument, `=` allocates paths.
             raise Refusal("loop", f"jq {token}")
-        key = False
+        key, last = False, token
     if nested or brackets:
         raise Refusal("script", "jq")
     return i

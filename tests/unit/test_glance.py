@@ -494,6 +494,8 @@ def test_numeric_local_addresses_only(text: str, ok: bool) -> None:
         ('"x" * 100', False), (".a = 1", False), (".a |= 1", False), ('gsub(""; "x")', False),
         ('"\\(def f: f; f)"', False), (".[1000000000]", False), ("input_filename", True),
         ('include "m"; .', False), ("$__loc__", False), (". # comment", False), ('test("a"; "g")', False),
+        ('test("a"; "ix")', True), ('split(", *"; null)', False), ('test("a"; "i") | not', True),
+        ('test("a"; "i" + "g")', False), ('[.[] | split(","; "g")]', False), (".x | tonumber", True),
         ("[..|..|..|..]", False), ("[paths] | length", True), ("[..] | length", True),
     ],
 )
