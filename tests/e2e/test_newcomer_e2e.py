@@ -51,3 +51,21 @@ def test_a_failed_step_prints_its_error_once(scripted_api: ScriptedAPI, tmp_path
     assert result.exit_code == 1
     assert (result.stdout + result.stderr).count("FAKE-BAD-REQUEST") == 1, result.output
     assert "x failed once" in result.stdout
+
+
+def test_the_demo_says_why_it_matters_with_one_turn_count(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "demo")], env={"COLUMNS": "80"},
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "…" not in out and all(len(line) <= 80 for line in out.splitlines())
+    import re
+
+    why = re.search(r"holds ([\d,]+) tokens;\s+the\s+same work in one\s+thread without flower would\s+hold "
+                    r"~([\d,]+)", out.replace("\n", " ").replace("  ", " "))
+    assert why, out
+    flower_tokens, baseline = (int(g.replace(",", "")) for g in why.groups())
+    assert baseline > flower_tokens > 0
+    total = re.search(r"total: (\d+) turns on the main thread", out.replace("\n", " "))
+    report_turns = re.search(r"main\s+(\d+)\s", out.split("Threads")[1])
+    assert total and report_turns and total.group(1) == report_turns.group(1)  # one turn count
