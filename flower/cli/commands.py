@@ -260,8 +260,11 @@ def report(
     if html_path:
         from flower.report.html import render_html
 
+        from flower.report.timeline import build_timeline
+
         Path(html_path).write_text(
-            render_html(result, title=f"flower report: {data.label}"), encoding="utf-8"
+            render_html(result, title=f"flower report: {data.label}", timeline=build_timeline(data)),
+            encoding="utf-8",
         )
     if as_json:
         payload = {"target": data.label, "workbench_source": data.workbench_source, **report_json(result)}
