@@ -250,7 +250,7 @@ def test_report_of_one_session_and_tables(run_dir: Path, tmp_path: Path) -> None
         f"wrote {page}",
     ):
         assert needle in out, needle
-    assert page.read_text().count("<svg") == 3
+    assert page.read_text().count("<svg") == 4  # the timeline and three charts
 
 
 def test_sessions_list_and_show(run_dir: Path, tmp_path: Path) -> None:
