@@ -69,3 +69,19 @@ def test_the_demo_says_why_it_matters_with_one_turn_count(tmp_path: Path) -> Non
     total = re.search(r"total: (\d+) turns on the main thread", out.replace("\n", " "))
     report_turns = re.search(r"main\s+(\d+)\s", out.split("Threads")[1])
     assert total and report_turns and total.group(1) == report_turns.group(1)  # one turn count
+
+
+def test_config_file_settings_reach_the_runtime(
+    scripted_api: ScriptedAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flower.toml's spill_threshold, trim and run_dir are what the run used (the manifest records them)."""
+    import json
+
+    scripted_api.script([text("ok")])
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "flower.toml").write_text('run_dir = "from-config"\nspill_threshold = 1234\ntrim = true\n')
+    result = CliRunner().invoke(cli, ["once", "hi", "-w", str(tmp_path)], env=scripted_api.cli_env(tmp_path / "home"),
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    row = json.loads((tmp_path / "from-config" / "manifest.json").read_text())["steps"][-1]
+    assert row["policies"]["spill_threshold"] == 1234 and row["policies"]["trim"] is not None
