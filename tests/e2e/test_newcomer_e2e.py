@@ -85,3 +85,16 @@ def test_config_file_settings_reach_the_runtime(
     assert result.exit_code == 0, result.output
     row = json.loads((tmp_path / "from-config" / "manifest.json").read_text())["steps"][-1]
     assert row["policies"]["spill_threshold"] == 1234 and row["policies"]["trim"] is not None
+
+
+def test_budget_stops_the_run_cleanly(scripted_api: ScriptedAPI, tmp_path: Path) -> None:
+    """`--budget USD`: past it the query stops; one line says why, no traceback, no further requests."""
+    from flower.testing import Usage
+
+    scripted_api.handler = lambda request: tool_use("Bash", {"command": "echo more"}, usage=Usage(input_tokens=100_000))
+    result = CliRunner().invoke(cli, ["once", "go", "-t", "Bash", "-w", str(tmp_path), "-r", str(tmp_path / "runs"),
+                                      "--budget", "0.3"], env=scripted_api.cli_env(tmp_path / "home"),
+                                catch_exceptions=False)
+    assert result.exit_code == 1
+    assert (result.stdout + result.stderr).count("Reached maximum budget ($0.3)") == 1, result.output
+    assert "Traceback" not in result.output and len(scripted_api.requests) <= 2
