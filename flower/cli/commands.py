@@ -308,11 +308,23 @@ def preview(session_id: str, run_dir: str, store: str | None, as_json: bool, ful
 
 
 @cli.group(invoke_without_command=True)
+@click.option("--run-dir", "-r", default=None, envvar="FLOWER_RUN_DIR", type=click.Path(file_okay=False),
+              help="As for `sessions list`.")
+@click.option("--store", default=None, envvar="FLOWER_STORE", metavar="DSN|PATH", help="As for `sessions list`.")
+@click.option("--workspace", "-w", default=None, envvar="FLOWER_WORKSPACE", type=click.Path(file_okay=False),
+              help="As for `sessions list`.")
+@click.option("--json", "as_json", is_flag=True, help="As for `sessions list`.")
 @click.pass_context
-def sessions(ctx: click.Context) -> None:
+def sessions(
+    ctx: click.Context, run_dir: str | None = None, store: str | None = None, workspace: str | None = None,
+    as_json: bool = False,
+) -> None:
     """The sessions a store holds: `list` (the default) or `show ID`."""
     if ctx.invoked_subcommand is None:
-        ctx.invoke(sessions_list)
+        given = {"run_dir": run_dir, "store": store, "workspace": workspace}
+        defaults = (ctx.default_map or {}).get("list", {})  # the config file's values for `sessions list`
+        ctx.invoke(sessions_list, **{**defaults, **{k: v for k, v in given.items() if v is not None}},
+                   as_json=as_json)
 
 
 @sessions.command("list")
