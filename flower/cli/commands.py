@@ -115,7 +115,13 @@ def cli(ctx: click.Context) -> None:
     from flower.cli.config import default_map, load_config
 
     # flag > env > config file (flower.toml or [tool.flower]) > default: click's default_map sits below both.
-    ctx.default_map = {**default_map(load_config()[1]), **(ctx.default_map or {})}
+    try:
+        values = load_config()[1]
+    except FlowerError:
+        if ctx.resilient_parsing or "--help" in sys.argv[1:]:
+            return  # help and shell completion still work beside a broken config file
+        raise
+    ctx.default_map = {**default_map(values), **(ctx.default_map or {})}
 
 
 @cli.command()
