@@ -369,6 +369,9 @@ def sessions_show(session_id: str, run_dir: str, store: str | None, as_json: boo
     finally:
         close_store(base)
     session_id = data.label  # the full id, when a prefix was given
+    from flower.report.breakdown import worker_types
+
+    workers = worker_types(data)
     result = analyze(data.main, data.subagents, cost_usd=data.cost_usd)
     entries = data.main[session_id]
     info = {
@@ -382,7 +385,8 @@ def sessions_show(session_id: str, run_dir: str, store: str | None, as_json: boo
         "cost_usd": result.cost_usd,
         "first_prompt": first_prompt(entries),
         "subagents": [
-            {"agent": agent, "entries": len(data.subagents[agent]), "turns": stats.turns}
+            {"agent": agent, "worker": workers.get(agent.rsplit("/", 1)[-1], "subagent"),
+             "entries": len(data.subagents[agent]), "turns": stats.turns}
             for agent, stats in result.per_agent.items()
         ],
         "steps": [
