@@ -115,7 +115,13 @@ def cli(ctx: click.Context) -> None:
     from flower.cli.config import default_map, load_config
 
     # flag > env > config file (flower.toml or [tool.flower]) > default: click's default_map sits below both.
-    ctx.default_map = {**default_map(load_config()[1]), **(ctx.default_map or {})}
+    try:
+        values = load_config()[1]
+    except FlowerError:
+        if ctx.resilient_parsing or "--help" in sys.argv[1:]:
+            return  # help and shell completion still work beside a broken config file
+        raise
+    ctx.default_map = {**default_map(values), **(ctx.default_map or {})}
 
 
 @cli.command()
@@ -260,8 +266,11 @@ def report(
     if html_path:
         from flower.report.html import render_html
 
+        from flower.report.timeline import build_timeline
+
         Path(html_path).write_text(
-            render_html(result, title=f"flower report: {data.label}"), encoding="utf-8"
+            render_html(result, title=f"flower report: {data.label}", timeline=build_timeline(data)),
+            encoding="utf-8",
         )
     if as_json:
         payload = {"target": data.label, "workbench_source": data.workbench_source, **report_json(result)}
@@ -305,11 +314,23 @@ def preview(session_id: str, run_dir: str, store: str | None, as_json: bool, ful
 
 
 @cli.group(invoke_without_command=True)
+@click.option("--run-dir", "-r", default=None, envvar="FLOWER_RUN_DIR", type=click.Path(file_okay=False),
+              help="As for `sessions list`.")
+@click.option("--store", default=None, envvar="FLOWER_STORE", metavar="DSN|PATH", help="As for `sessions list`.")
+@click.option("--workspace", "-w", default=None, envvar="FLOWER_WORKSPACE", type=click.Path(file_okay=False),
+              help="As for `sessions list`.")
+@click.option("--json", "as_json", is_flag=True, help="As for `sessions list`.")
 @click.pass_context
-def sessions(ctx: click.Context) -> None:
+def sessions(
+    ctx: click.Context, run_dir: str | None = None, store: str | None = None, workspace: str | None = None,
+    as_json: bool = False,
+) -> None:
     """The sessions a store holds: `list` (the default) or `show ID`."""
     if ctx.invoked_subcommand is None:
-        ctx.invoke(sessions_list)
+        given = {"run_dir": run_dir, "store": store, "workspace": workspace}
+        defaults = (ctx.default_map or {}).get("list", {})  # the config file's values for `sessions list`
+        ctx.invoke(sessions_list, **{**defaults, **{k: v for k, v in given.items() if v is not None}},
+                   as_json=as_json)
 
 
 @sessions.command("list")
@@ -348,6 +369,9 @@ def sessions_show(session_id: str, run_dir: str, store: str | None, as_json: boo
     finally:
         close_store(base)
     session_id = data.label  # the full id, when a prefix was given
+    from flower.report.breakdown import worker_types
+
+    workers = worker_types(data)
     result = analyze(data.main, data.subagents, cost_usd=data.cost_usd)
     entries = data.main[session_id]
     info = {
@@ -361,7 +385,8 @@ def sessions_show(session_id: str, run_dir: str, store: str | None, as_json: boo
         "cost_usd": result.cost_usd,
         "first_prompt": first_prompt(entries),
         "subagents": [
-            {"agent": agent, "entries": len(data.subagents[agent]), "turns": stats.turns}
+            {"agent": agent, "worker": workers.get(agent.rsplit("/", 1)[-1], "subagent"),
+             "entries": len(data.subagents[agent]), "turns": stats.turns}
             for agent, stats in result.per_agent.items()
         ],
         "steps": [

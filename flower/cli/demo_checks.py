@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 from claude_agent_sdk import project_key_for_directory
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from flower.report.tables import number_tables
 
 if TYPE_CHECKING:
     from flower.cli.demo import DemoRun
@@ -47,6 +50,20 @@ class DemoFigures:
     cost_usd: float
     turns: int
     contexts: tuple[int, ...]
+    sub_chars_last: int = 0
+    """Each subagent's last request (its whole transcript), summed."""
+    main_messages: int = 0
+    """Main-thread API messages: the one turn count the demo and `flower report` both use."""
+
+    first_step_context: int = 0
+    """The main thread's context at the end of the first step, in tokens."""
+
+    @property
+    def baseline_tokens(self) -> int:
+        """The first step's main-thread context without flower: the same, plus every subagent's transcript
+        and the spilled test log inline (about 4 characters a token, as the scripted API counts)."""
+        inline = self.sub_chars_last + max(0, self.spilled_chars - self.shown_chars)
+        return self.first_step_context + inline // 4
 
 
 def _spill_log(workbench: Path) -> list[dict[str, Any]]:
@@ -87,7 +104,21 @@ def demo_figures(run: DemoRun) -> DemoFigures:
         system_prompt_stable=len(main) > 1 and len({r.system_text for r in main}) == 1,
         cost_usd=round(sum(s.cost_usd for s in run.steps), 4), turns=sum(s.num_turns for s in run.steps),
         contexts=tuple(c for s in run.steps for c in s.contexts),
+        sub_chars_last=sum(max(r.chars for r in subs if r.thread == t) for t in {r.thread for r in subs}),
+        main_messages=sum(main_messages_per_step(list(events))),
+        first_step_context=run.steps[0].context,
     )
+
+
+def main_messages_per_step(events: list[Any]) -> list[int]:
+    """Distinct main-thread API messages of each step, from its events (the turns `flower report` counts)."""
+    counts: list[set[str]] = []
+    for event in events:
+        if event.kind == "step" and event.payload.get("phase") == "start":
+            counts.append(set())
+        elif counts and event.on_main and isinstance(event.payload.get("message_id"), str):
+            counts[-1].add(event.payload["message_id"])
+    return [len(ids) for ids in counts]
 
 
 def print_demo_report(run: DemoRun, *, elapsed: float, console: Console | None = None) -> DemoFigures:
@@ -95,12 +126,18 @@ def print_demo_report(run: DemoRun, *, elapsed: float, console: Console | None =
     f = demo_figures(run)
     console.print(f"\n[bold]flower demo[/bold] — a coordinator run on the scripted model, offline ({elapsed:.1f} s)")
     console.print(f"repository: {run.repo}\nrun dir:    {run.runtime.run_dir}\n")
-    steps = Table("step", "ok", "session", "turns", "cost $", "attempts", "generations", "last context")
-    for s in run.steps:
-        steps.add_row(s.step, "yes" if s.ok else f"NO: {s.error}", (s.session_id or "")[:8], str(s.num_turns),
-                      f"{s.cost_usd:.4f}", str(s.attempts), str(1 + len(s.retired)), f"{s.context:,}")
-    console.print(steps)
-    table = Table("layer", "what happened", "measured", title="context economics")
+    turns = main_messages_per_step(run.events)
+    rows: list[list[str | Text]] = [
+        [s.step, "yes" if s.ok else f"NO: {s.error}", (s.session_id or "")[:8], str(n),
+         f"{s.cost_usd:.4f}", str(s.attempts), str(1 + len(s.retired)), f"{s.context:,}"]
+        for s, n in zip(run.steps, turns)]
+    headers = ("step", "ok", "session", "turns", "cost $", "attempts", "gens", "last context")
+    for steps in number_tables("steps (turns: main-thread API messages, as in flower report)", headers, rows,
+                               numeric=[False, False, False, True, True, True, True, True], width=console.width):
+        console.print(steps)
+    table = Table(title="context economics")
+    for column in ("layer", "what happened", "measured"):
+        table.add_column(column, overflow="fold")
     share = f.sub_chars_total / max(1, f.sub_chars_total + f.main_chars_last)
     table.add_row("1 division of labour", f"{f.main_tool_calls} tool calls on main, {f.sub_tool_calls} in subagents",
                   f"{f.sub_requests} subagent requests; {share:.0%} of request chars in subagents")
@@ -115,5 +152,11 @@ def print_demo_report(run: DemoRun, *, elapsed: float, console: Console | None =
     table.add_row("generations", f"{f.handoffs} handoff(s), {f.retired} session(s) retired",
                   "main context per API message: " + ", ".join(f"{c:,}" for c in f.contexts))
     console.print(table)
-    console.print(f"total: {f.turns} turns, ${f.cost_usd:.4f} (scripted usage priced as the CLI prices it)")
+    with_flower, without = f.first_step_context, f.baseline_tokens
+    console.print(f"why it matters: after {run.steps[0].step} the main thread holds {with_flower:,} tokens; "
+                  f"the same work in one thread without flower would hold ~{without:,} (the subagents' "
+                  f"transcripts and the full test log inline), {without / max(1, with_flower):.1f}x as much, "
+                  "and every later request pays for it again", overflow="fold")
+    console.print(f"total: {f.main_messages} turns on the main thread (+{f.sub_requests} in subagents), "
+                  f"${f.cost_usd:.4f} (scripted usage priced as the CLI prices it)")
     return f

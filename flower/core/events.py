@@ -109,7 +109,9 @@ def to_events(message: Any) -> list[Event]:
         return list(_user(message))
     if isinstance(message, ResultMessage):
         kind: EventKind = "error" if message.is_error else "result"
-        return [Event(kind, message.result or "", payload={
+        # An error result without text (a budget or turn cap) says what stopped it through `errors`.
+        said = message.result or ("; ".join(message.errors or []) or message.subtype if message.is_error else "")
+        return [Event(kind, said, payload={
             "session_id": message.session_id, "cost_usd": message.total_cost_usd, "turns": message.num_turns,
             "subtype": message.subtype, "api_error_status": message.api_error_status})]
     if isinstance(message, SystemMessage):

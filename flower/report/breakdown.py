@@ -18,7 +18,7 @@ from flower.core.pricing import message_cost
 from flower.report.entries import api_messages, message_of, usage_of
 from flower.report.rundata import RunData
 
-__all__ = ["BY", "Bucket", "breakdown", "breakdown_json"]
+__all__ = ["BY", "Bucket", "breakdown", "breakdown_json", "worker_types"]
 
 By = Literal["worker", "model", "day", "step"]
 BY: tuple[By, ...] = ("worker", "model", "day", "step")
@@ -50,7 +50,7 @@ class Bucket:
             self.models.add(model)
 
 
-def _worker_types(data: RunData) -> dict[str, str]:
+def worker_types(data: RunData) -> dict[str, str]:
     """agent id -> worker type, from the CLI's record of each dispatch."""
     found: dict[str, str] = {}
     for entries in data.main.values():
@@ -71,7 +71,7 @@ def _step_of(timestamp: str | None, steps: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _threads(data: RunData) -> Iterable[tuple[str, list[Any]]]:
-    types = _worker_types(data)
+    types = worker_types(data)
     for entries in data.main.values():
         yield "main", list(entries)
     for label, entries in data.subagents.items():

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flower.report.analysis import Report
+from flower.report.timeline import Timeline
 from flower.report.text import format_tokens
 
 __all__ = ["render_html"]
@@ -170,10 +171,11 @@ def _bars(chart_id: str, title: str, rows: Bars, unit: str) -> str:
     return _svg(chart_id, height, title, _el("g", "".join(parts), class_="plot"))
 
 
-def _chars_chart(report: Report) -> str:
+def _chars_chart(report: Report, names: dict[str, str] | None = None) -> str:
     agents = sorted(report.per_agent.items(), key=lambda item: -item[1].chars)
+    names = names or {}
     rows: list[tuple[str, Sequence[tuple[float, str]]]] = [("main thread", [(report.main.chars, MAIN_COLOR)])]
-    rows += [(f"subagent {agent}", [(stats.chars, SUB_COLOR)]) for agent, stats in agents[:MAX_BARS]]
+    rows += [(f"subagent {names.get(agent, agent)}", [(stats.chars, SUB_COLOR)]) for agent, stats in agents[:MAX_BARS]]
     if len(agents) > MAX_BARS:
         rest = sum(s.chars for _, s in agents[MAX_BARS:])
         rows.append((f"{len(agents) - MAX_BARS} more subagents", [(rest, SUB_COLOR)]))
@@ -221,16 +223,102 @@ def _summary_rows(r: Report) -> list[tuple[str, str]]:
     ]
 
 
-def render_html(report: Report, *, title: str = "flower run report") -> str:
-    """The whole page as one string."""
+_STEPS = (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400)
+
+
+def _tick(seconds: float, step: float) -> str:
+    if step >= 3600:
+        return f"{seconds / 3600:g} h"
+    if step >= 60:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
+
+
+def _timeline_chart(tl: Timeline) -> str:
+    """Threads as bars over time (main and each subagent), dispatch arrows, axis ticks with units."""
+    title = "threads over time"
+    if not tl.lanes:
+        return _svg("chart-timeline", 80, title, _el("g", _el("text", "no timestamps", x=10, y=40), class_="plot"))
+    left, right, top, lane_h, axis = 190, 30, 16, 26, 34
+    height = top + lane_h * len(tl.lanes) + axis
+    span = max(tl.end - tl.start, 1.0)
+    step = next((s for s in _STEPS if span / s <= 8), _STEPS[-1])
+    width = WIDTH - left - right
+
+    def x(t: float) -> float:
+        return left + width * (t - tl.start) / span
+
+    def y(index: int) -> float:
+        return top + index * lane_h
+
+    parts = [_el("defs", _el("marker", _el("path", d="M0,0 L8,4 L0,8 z", fill="#555"), id="arrow",
+                                     markerWidth=8, markerHeight=8, refX=8, refY=4, orient="auto"))]
+    bottom = y(len(tl.lanes))
+    tick = 0.0
+    while tick <= span + 1e-9:
+        tx = x(tl.start + tick)
+        parts.append(_el("line", class_="tick", x1=tx, x2=tx, y1=top, y2=bottom, stroke=GRID))
+        parts.append(_el("text", _e(_tick(tick, step)), class_="tick-label", x=tx, y=bottom + 14,
+                         text_anchor="middle"))
+        tick += step
+    parts.append(_el("text", _e(f"time since the run started ({_tick(step, step).split()[-1]})"),
+                     x=left + width / 2, y=bottom + 30, text_anchor="middle"))
+    for index, lane in enumerate(tl.lanes):
+        color = MAIN_COLOR if lane.kind == "main" else SUB_COLOR
+        ly = y(index)
+        parts.append(_el("text", _e(lane.label), class_="lane-label", x=left - 8, y=ly + 16, text_anchor="end"))
+        bar_w = max(2.0, x(lane.end) - x(lane.start))
+        tip = _el("title", _e(f"{lane.label}: {lane.messages} API messages, {lane.tokens:,} tokens, "
+                              f"{lane.end - lane.start:.1f} s"))
+        parts.append(_el("rect", tip, class_="lane", data_label=lane.label, x=x(lane.start), y=ly + 4,
+                         width=bar_w, height=lane_h - 8, fill=color, rx=2))
+        words = f"{format_tokens(lane.tokens)} tokens"
+        inside = bar_w > 90
+        parts.append(_el("text", _e(words), class_="lane-tokens", x=x(lane.start) + (4 if inside else bar_w + 4),
+                         y=ly + 16, style="fill:#fff" if inside else "fill:#333"))
+    mains = [i for i, lane in enumerate(tl.lanes) if lane.kind == "main"]
+    for before, after in zip(mains, mains[1:]):  # a handoff: the next generation takes over
+        a, b = tl.lanes[before], tl.lanes[after]
+        parts.append(_el("line", _el("title", "handoff to the next generation"), class_="handoff",
+                         x1=x(a.end), x2=x(b.start), y1=y(before) + lane_h / 2, y2=y(after) + lane_h / 2,
+                         stroke=MAIN_COLOR, stroke_dasharray="4 3", marker_end="url(#arrow)"))
+    for arrow in tl.arrows:
+        ax = x(arrow.at)
+        parts.append(_el("line", _el("title", _e(f"dispatch {arrow.label}")), class_="dispatch", x1=ax, x2=ax,
+                         y1=y(arrow.source) + lane_h - 4, y2=y(arrow.target) + 4, stroke="#555",
+                         stroke_width=1.2, marker_end="url(#arrow)"))
+    return _svg("chart-timeline", height, title, _el("g", "".join(parts), class_="plot"))
+
+
+def _worker_names(tl: Timeline | None) -> dict[str, str]:
+    """agent id -> "tester (a1b2c3d4)": worker names instead of hex ids where the timeline knows them."""
+    if tl is None:
+        return {}
+    return {lane.key: f"{lane.label} ({lane.key[:8]})" for lane in tl.lanes if lane.kind == "worker"}
+
+
+def _story(tl: Timeline) -> str:
+    outcome = {True: "succeeded", False: "failed", None: "outcome unknown"}[tl.ok]
+    rows = [("prompt", tl.prompt.strip()[:600] or "(not found)"),
+            (f"outcome ({outcome})", tl.outcome.strip()[:600] or "(no final text)")]
+    return _el("table", "".join(_el("tr", _el("th", _e(k)) + _el("td", _e(v), class_="story")) for k, v in rows),
+               class_="story")
+
+
+def render_html(report: Report, *, title: str = "flower run report", timeline: Timeline | None = None) -> str:
+    """The whole page as one string (with `timeline`: the prompt, the outcome and the threads over time)."""
     legend = _el("p", f'<span style="color:{MAIN_COLOR}">&#9632;</span> main thread '
                       f'<span style="color:{SUB_COLOR}">&#9632;</span> subagents', class_="note")
     body = [
         _el("h1", _e(title)),
         _el("p", _e(f"model {report.model or 'unknown'}; usage counted once per API message"), class_="note"),
         _table(_summary_rows(report)),
+        *([_el("h2", "Prompt and outcome"), _story(timeline), _el("h2", "Threads over time"),
+           _el("p", "Each bar is a thread from its first to its last stored entry; an arrow is a dispatch "
+                    "from the main thread; tokens are each thread's input and output, each API message once.",
+               class_="note"), _timeline_chart(timeline)] if timeline is not None else []),
         _el("h2", "Main-thread context per turn"), _context_chart(report),
-        _el("h2", "Characters by thread"), _chars_chart(report),
+        _el("h2", "Characters by thread"), _chars_chart(report, _worker_names(timeline)),
         _el("h2", "Tool calls by thread and tool"), legend, _tools_chart(report),
     ]
     head = _el("head", '<meta charset="utf-8">' + _el("title", _e(title)) + _el("style", _STYLE))

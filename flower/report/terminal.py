@@ -217,7 +217,8 @@ def print_session(console: Console, info: Mapping[str, Any]) -> None:
         table.add_row(key.replace("_", " "), _t(fit(sanitize(str(value if value is not None else "")), 100)))
     for agent in info.get("subagents", []):
         table.add_row(
-            _t(f"subagent {agent['agent']}"), _t(f"{agent['entries']} entries, {agent['turns']} turns")
+            _t(f"subagent {agent.get('worker') or ''} ({agent['agent']})".replace("  ", " ")),
+            _t(f"{agent['entries']} entries, {agent['turns']} turns")
         )
     for step in info.get("steps", []):
         table.add_row(

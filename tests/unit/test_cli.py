@@ -250,7 +250,7 @@ def test_report_of_one_session_and_tables(run_dir: Path, tmp_path: Path) -> None
         f"wrote {page}",
     ):
         assert needle in out, needle
-    assert page.read_text().count("<svg") == 3
+    assert page.read_text().count("<svg") == 4  # the timeline and three charts
 
 
 def test_sessions_list_and_show(run_dir: Path, tmp_path: Path) -> None:
@@ -264,7 +264,7 @@ def test_sessions_list_and_show(run_dir: Path, tmp_path: Path) -> None:
     assert MAIN_ID[:8] in table.stdout and "look" in table.stdout  # the 8-character prefix every command takes
     info = json.loads(invoke("sessions", "show", MAIN_ID, "-r", str(run_dir), "--json").stdout)
     assert info["entries"] == len(main_session()) and info["turns"] == 3 and info["context"] == 3000
-    assert info["subagents"] == [{"agent": "a1", "entries": len(sub_session()), "turns": 2}]
+    assert info["subagents"] == [{"agent": "a1", "worker": "subagent", "entries": len(sub_session()), "turns": 2}]
     assert info["first_prompt"] == "fix the bug" and info["steps"][0]["step"] == "fix"
     assert "fix the bug" in invoke("sessions", "show", MAIN_ID, "-r", str(run_dir)).stdout
 

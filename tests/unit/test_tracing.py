@@ -42,3 +42,41 @@ def test_pricing_follows_the_clis_catalog() -> None:
     one = 1_000_000
     assert [message_cost("claude-opus-5-5", {k: one}) for k in (
         "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")] == [4, 20, 0.2, 5]
+
+
+def test_span_recorder_on_synthetic_events_retry_and_unfinished_calls() -> None:
+    """Retry spans last until the next event; a call without a result is closed, marked, at the step's end."""
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import StatusCode
+
+    from flower.core.events import Event
+    from flower.core.tracing import SpanRecorder
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    record = SpanRecorder(provider.get_tracer("t"))
+    usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 0}
+    for event in [
+        Event("step", "s", payload={"phase": "start", "agent_name": "solo", "model": "m"}),
+        Event("tool_call", "", "Bash", {"agent": "main", "id": "t1", "message_id": "m1", "usage": usage,
+                                        "context": 110, "input": {"command": "ls"}}),
+        Event("retry", "overloaded", payload={"kind": "transient", "delay": 0.5, "attempt": 1}),
+        Event("text", "back", payload={"agent": "main", "message_id": "m2", "usage": usage, "context": 120}),
+        Event("text", "again", payload={"agent": "main", "message_id": "m2", "usage": usage, "context": 120}),
+        Event("step", "s", payload={"phase": "end", "ok": False, "error": "boom", "cost_usd": 0.01}),
+    ]:
+        record(event)
+    spans = {s.name: s for s in memory.get_finished_spans()}
+    assert set(spans) == {"invoke_agent solo", "generation 1", "chat m", "execute_tool Bash", "retry"}
+    retry = spans["retry"]
+    assert retry.attributes["flower.retry.kind"] == "transient" and retry.end_time >= retry.start_time
+    assert spans["execute_tool Bash"].status.status_code == StatusCode.ERROR  # never got its result
+    step = spans["invoke_agent solo"]
+    assert step.status.status_code == StatusCode.ERROR and step.attributes["flower.retries"] == 1
+    # two API messages, each counted once although m2 arrived twice
+    assert step.attributes["gen_ai.usage.input_tokens"] == 220 and step.attributes["gen_ai.usage.output_tokens"] == 10
+    assert len([s for s in memory.get_finished_spans() if s.name == "chat m"]) == 2
