@@ -284,7 +284,9 @@ class LiveView:
     def _on_error(self, event: Event) -> None:
         # An attempt the runtime stopped itself ends in an empty error result; the CLI reports one failure
         # twice (its synthetic message, then the result): show it once.
-        if not event.text.strip() or event.text == getattr(self, "_last_error", None):
+        # "[ede_diagnostic] ..." is the CLI's note on an attempt the runtime interrupted, not an error.
+        if not event.text.strip() or event.text.startswith("[ede_diagnostic]") \
+                or event.text == getattr(self, "_last_error", None):
             return
         self._last_error = event.text
         self.say(f"x error: {event.text}", "red")

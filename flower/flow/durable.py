@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import fcntl
 import importlib.util
 import inspect
 import os
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
+from filelock import FileLock, Timeout
 from dbos._error import DBOSStreamTimeoutError
 
 from flower.core import texts
@@ -345,15 +345,15 @@ def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
 def _run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
     path = run_dir / "locks" / f"{_safe(run_id)}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise FlowError(f"run {run_id} is running in another process (lock {path})") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    lock = FileLock(path, timeout=0)  # portable (no fcntl): `import flower.flow` works on Windows too
+    try:
+        lock.acquire()
+    except Timeout:
+        raise FlowError(f"run {run_id} is running in another process (lock {path})") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def run_lock_held(run_dir: Path, run_id: str) -> bool:
@@ -361,12 +361,12 @@ def run_lock_held(run_dir: Path, run_id: str) -> bool:
     path = run_dir / "locks" / f"{_safe(run_id)}.lock"
     if not path.exists():
         return False
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
+    lock = FileLock(path, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return True
+    lock.release()
     return False
 
 

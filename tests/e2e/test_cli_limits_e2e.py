@@ -108,5 +108,6 @@ def test_flower_run_stops_a_401_at_once_naming_the_endpoint(
     retries = [line for line in ran.output.splitlines() if line.startswith("~ retry")]
     assert 1 <= len(retries) <= 2 and re.fullmatch(
         rf"~ retry 1/10 \(401\) in \d+\.\ds to {re.escape(scripted_api.base_url)}: authentication_failed", retries[0])
-    assert f"step solo failed: API Error: 401 authentication_failed: {scripted_api.base_url} refused" in ran.output
+    assert f"failed at step solo: API Error: 401 authentication_failed: {scripted_api.base_url} refused" in ran.output
+    assert "ede_diagnostic" not in ran.output  # the CLI's diagnostic of an attempt the runtime stopped
     assert "x error: \n" not in ran.output
