@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from flower.stores.jsonl import read_jsonl
@@ -155,6 +155,8 @@ def _rename_result(entries: list[Any], after: int, old: Any, new: str) -> None:
     ),
     trim=st.booleans(),
 )
+@example(index=57, planted=[("removed_odd_parent", 0.75, {"x": 1})], trim=False)  # an API error between two
+# results of one interrupted turn: the interrupt pass must see the turn as it is after the error is removed
 def test_rewrite_never_raises_on_stored_data(
     index: int, planted: list[tuple[str, float, Any]], trim: bool, tmp_path: Path
 ) -> None:
