@@ -446,6 +446,7 @@ from flower.cli.human import answer, asks, say  # noqa: E402
 cli.add_command(asks)
 cli.add_command(answer)
 cli.add_command(say)
+
 # --- commands defined in their own modules --------------------------------------------------------
 from flower.cli.reading import config, logs  # noqa: E402  (registered last: it imports nothing from here)
 
@@ -455,3 +456,8 @@ cli.add_command(config)
 from flower.cli.testing_cmd import testing  # noqa: E402
 
 cli.add_command(testing)
+
+# `flower go` (issue #15): clarify, goal, judged work and bequest as one durable run.
+from flower.cli.go import go  # noqa: E402
+
+cli.add_command(go)
