@@ -325,14 +325,13 @@ async def _patched(line: Any) -> None:
 
 def _summary(ctx: Any, screen: _Screen, runtime: Any, ws: Path, notes: Path) -> None:
     results = ctx.results if hasattr(ctx, "results") else {}
-    cost = sum(r.cost_usd for v in results.values() for r in (v if isinstance(v, list) else [v]))
-    work = results.get("work")
-    rounds = getattr(work, "attempts", None) if work is not None else None
+    rounds = len(list(notes.glob("*-round*.md")))  # one verdict file per judged round
     files = [p for p in (notes / "brief.md", notes / "goal.md", ws / "CLAUDE.md", ws / "AGENTS.md") if p.exists()]
     if ctx.failed_at:
         why = ctx.aborted or getattr(results.get(ctx.failed_at), "error", None) or "its gate said no"
         screen.say(f"x stopped at {ctx.failed_at}: {why}")
-    screen.say(f"= run {runtime.run_id}: ${cost:.4f}" + (f", work rounds {rounds}" if rounds else "")
-               + "; files: " + ", ".join(str(p.relative_to(ws)) if p.is_relative_to(ws) else str(p) for p in files))
+    shown = [str(p.relative_to(ws)) if p.is_relative_to(ws) else str(p) for p in files]
+    screen.say(f"= run {runtime.run_id}: ${screen.cost:.4f} in this process"
+               + (f", {rounds} judged round(s)" if rounds else "") + "; files: " + ", ".join(shown))
     if ctx.failed_at:
         raise SystemExit(1)

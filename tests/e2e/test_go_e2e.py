@@ -62,6 +62,8 @@ def test_go_clarifies_sets_a_goal_is_judged_twice_and_bequeaths(
     term.expect("+ q1 answered: RFC 4180")
     term.expect("= run ")
     assert term.wait_exit() == 0, term.seen[-2000:]
+    assert ", 2 judged round(s); files: .flower/notes/brief.md, .flower/notes/goal.md, CLAUDE.md, AGENTS.md" \
+        in term.text()
 
     assert (workspace / "impl.txt").read_text() == "two\n"
     main = scripted_api.main_requests
