@@ -231,7 +231,6 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     from flower.core.runtime import Runtime
     from flower.go.flow import GoOptions, lead_spec, starter_flow
     from flower.human.channel import HumanChannel
-    from flower.human.documents import Brief
     from flower.human.judge import GoalStep
 
     tty = sys.stdin.isatty() and sys.stdout.isatty() and not as_json
@@ -265,7 +264,8 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     if wake is not None:
         for line in _banner(wake, notes, runs):
             screen.say(line)
-        if text and channel.amend(text, label="on waking"):
+        # Mail: appended to the brief at once, and the coordinator reads it at its next inbox call.
+        if text and channel.send(text, source="terminal") is not None:
             screen.say("+ appended to the brief; the goal is derived again from it")
     workflow = starter_flow(request, channel, options)
 
@@ -273,9 +273,9 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
 
     async def main() -> Any:
         if wake is not None and text and not no_goal and (notes / "goal.md").exists():
-            brief = Brief.load(notes / "brief.md")
-            if brief is not None:
-                await GoalStep(always_set=True, can_run=judge_can_run).run(runtime, brief, on_event=screen)
+            # The brief file as written, with what was added to it (a `Brief` keeps its four sections only).
+            brief = (notes / "brief.md").read_text(encoding="utf-8", errors="replace")
+            await GoalStep(always_set=True, can_run=judge_can_run).run(runtime, brief, on_event=screen)
         loop = asyncio.get_running_loop()
         work: asyncio.Future[Any] = loop.create_future()
 

@@ -89,3 +89,50 @@ def test_go_on_a_pipe_without_a_request_is_one_line(tmp_path: Path, workspace: P
                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ANTHROPIC_API_KEY": "x"})
     assert ran.returncode == 1 and ran.stderr.count("\n") == 1
     assert "give the request as an argument" in ran.stderr
+
+
+def test_go_wakes_a_killed_run_appends_the_new_sentence_and_resumes_the_work_session(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    import os
+    import signal
+    import time
+
+    started = workspace / "worker-started"
+    scripted_api.script(
+        [text(BRIEF), text(GOAL), tool_use("Agent", _dispatch("CODE-SLOW"))],
+        subagents={"CODE-SLOW": [tool_use("Bash", {"command": f"touch {started} && python3 -c 'import time; "
+                                                           "time.sleep(120)'"})]},
+    )
+    env = scripted_api.cli_env(tmp_path / "home")
+    first = Term(["-m", "flower", "go", REQUEST], cwd=workspace, env=env, timeout=240)
+    first.expect("= step work")
+    for _ in range(600):
+        if started.exists():
+            break
+        time.sleep(0.1)
+    assert started.exists(), first.seen[-2000:]
+    os.killpg(first.child.pid, signal.SIGKILL)  # the whole process group: go, the CLI, the worker's shell
+    first.child.close(force=True)
+    work_session = scripted_api.main_requests[-1]
+
+    scripted_api.script([
+        text(GOAL.replace("impl.txt says two", "impl.txt says two and CRLF is handled")),  # the re-derived goal
+        tool_use("mcp__human__inbox", {}),
+        text("round one done after the restart"),
+        text("## Verdict\nachieved\n## Reason\nAll checks hold.\n"),
+        text(BEQUEST),
+    ])
+    second = Term(["-m", "flower", "go", "also handle CRLF"], cwd=workspace, env=env, timeout=240)
+    second.expect("= run ")
+    assert second.wait_exit() == 0, second.seen[-2000:]
+    shown = second.text()
+    assert "<- waking run" in shown and "(wake 1)" in shown and "brief: confirmed" in shown
+    assert "goal: 1 items" in shown and "appended to the brief" in shown
+    assert "also handle CRLF" in (workspace / ".flower" / "notes" / "brief.md").read_text()
+    after = scripted_api.main_requests[len(scripted_api.main_requests) - 5:]
+    assert "also handle CRLF" in after[0].text  # the goal was derived again from the amended brief
+    assert "CRLF is handled" in (workspace / ".flower" / "notes" / "goal.md").read_text()
+    # The work step resumed its own session: the request carries the history it had before the kill.
+    assert "CODE-SLOW" in after[1].text and len(after[1].messages) > len(work_session.messages)
+    assert "also handle CRLF" in after[2].result_text()  # and the coordinator's inbox delivered the sentence
