@@ -136,3 +136,44 @@ def test_go_wakes_a_killed_run_appends_the_new_sentence_and_resumes_the_work_ses
     # The work step resumed its own session: the request carries the history it had before the kill.
     assert "CODE-SLOW" in after[1].text and len(after[1].messages) > len(work_session.messages)
     assert "also handle CRLF" in after[2].result_text()  # and the coordinator's inbox delivered the sentence
+
+
+def test_ctrl_c_once_interrupts_with_a_remark_and_twice_stops_with_the_resume_command(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    import time
+
+    from tests.e2e.ptykit import CTRL_C
+
+    started = workspace / "worker-started"
+    slow = {"command": f"touch {started} && python3 -c 'import time; time.sleep(120)'"}
+    scripted_api.script(
+        [text(BRIEF), text(GOAL), tool_use("Agent", _dispatch("CODE-SLOW")),
+         tool_use("Agent", _dispatch("CODE-SLOWER"))],
+        subagents={"CODE-SLOW": [tool_use("Bash", slow)], "CODE-SLOWER": [tool_use("Bash", slow)]},
+    )
+    env = scripted_api.cli_env(tmp_path / "home")
+    term = Term(["-m", "flower", "go", "--no-goal", REQUEST], cwd=workspace, env=env, timeout=240)
+
+    def wait_for_worker() -> None:
+        for _ in range(600):
+            if started.exists():
+                return
+            time.sleep(0.1)
+        raise AssertionError(term.seen[-2000:])
+
+    term.expect("= step work")
+    wait_for_worker()
+    started.unlink()
+    term.send(CTRL_C)
+    term.expect("interrupted: a remark")
+    term.send("use the csv module\r")
+    term.expect("! interrupted: use the csv module")
+    wait_for_worker()  # the session went on: the coordinator dispatched again, the remark in its request
+    resumed = scripted_api.main_requests[-1]
+    assert "interrupted on purpose" in resumed.last_user_text() and "use the csv module" in resumed.last_user_text()
+    term.send(CTRL_C)
+    term.expect("interrupted: a remark")
+    term.send(CTRL_C)
+    term.expect("Continue it with: flower go -w")
+    assert term.wait_exit() == 130
