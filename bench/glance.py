@@ -47,7 +47,7 @@ def _corpus() -> tuple[list[str], list[str]]:
 def _once(work: Callable[[], object], *, cold: bool) -> float:
     """Wall time of one call of `work`, GC paused as timeit does."""
     if cold:
-        glance._verdict.cache_clear()
+        glance._analyse.cache_clear()
     gc.disable()
     try:
         start = time.perf_counter()

@@ -1,7 +1,8 @@
 """flower: a runtime for very long Claude agent runs that keeps the coordinator's context clean.
 
 This module only re-exports; `__all__` is locked by a test. `PostgresSessionStore` and `is_ephemeral` are
-imported on first use, so `import flower` loads neither the PostgreSQL driver nor the shell parser.
+imported on first use, so `import flower` loads neither the PostgreSQL driver nor the shell parser; so are
+`Workflow` and `Context` (they load DBOS).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from flower.core.runtime import Runtime, StepResult
 from flower.core.spill import spill_guard
 from flower.core.workbench import Workbench, index_guard, relay_guard, workbench_hooks
 from flower.errors import ConfigError, FlowerError, ScriptError, StoreError
+from flower.errors import FlowError
+from flower.flow.step import Step, StepAbort, parallel
+from flower.human import Brief, Goal, HumanChannel, Verdict, clarify_step, goal_step, with_goal
 from flower.stores.jsonl import read_jsonl
 from flower.stores.rewrite import (
     EphemeralPolicy,
@@ -36,15 +40,21 @@ from flower.stores.validate import validate
 if TYPE_CHECKING:
     from flower.core.glance import is_ephemeral
     from flower.stores.postgres import PostgresSessionStore
+    from flower.flow.workflow import Context, Workflow
 
 __all__ = [
     "AgentSpec",
+    "Brief",
     "CompactPolicy",
     "ConfigError",
+    "Context",
     "EphemeralPolicy",
     "Event",
+    "FlowError",
     "FlowerError",
+    "Goal",
     "HandoffPolicy",
+    "HumanChannel",
     "PostgresSessionStore",
     "PruningSessionStore",
     "RetryPolicy",
@@ -53,18 +63,25 @@ __all__ = [
     "Runtime",
     "ScriptError",
     "SqliteSessionStore",
+    "Step",
+    "StepAbort",
     "StepResult",
     "StoreError",
     "TrimPolicy",
     "TrimmingSessionStore",
+    "Verdict",
     "Workbench",
+    "Workflow",
     "build_options",
+    "clarify_step",
     "classify",
     "coordinator",
     "delegate_guard",
+    "goal_step",
     "index_guard",
     "is_ephemeral",
     "merge_hooks",
+    "parallel",
     "read_jsonl",
     "relay_guard",
     "rewrite",
@@ -72,6 +89,7 @@ __all__ = [
     "spill_guard",
     "validate",
     "whitelist_guard",
+    "with_goal",
     "workbench_hooks",
     "worker",
 ]
@@ -88,4 +106,8 @@ def __getattr__(name: str) -> Any:
         from flower.core.glance import is_ephemeral
 
         return is_ephemeral
+    if name in ("Context", "Workflow"):
+        from flower.flow import workflow
+
+        return getattr(workflow, name)
     raise AttributeError(f"module 'flower' has no attribute {name!r}")

@@ -6,7 +6,9 @@ exits non-zero, never a traceback. Messages name the problem and the thing (file
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "FlowerError", "ScriptError", "StoreError", "StoredDataError", "UnsafePathError"]
+__all__ = [
+    "ConfigError", "FlowError", "FlowerError", "ScriptError", "StoreError", "StoredDataError", "UnsafePathError",
+]
 
 
 class FlowerError(Exception):
@@ -25,6 +27,9 @@ class ScriptError(FlowerError, AssertionError):
     """The scripted fake API was used wrongly: script exhausted, steps left, invalid request."""
 
 
+class FlowError(FlowerError, ValueError):
+    """A workflow is malformed or its user code misbehaved: duplicate step names, a `when` that raises, a
+    gate that returns a non-bool, a `resume_from` naming a step without a session."""
 class UnsafePathError(FlowerError):
     """A workbench or spill path leads out of where it must stay (a symlink, a non-folder): nothing written."""
 

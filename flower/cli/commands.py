@@ -425,9 +425,27 @@ def demo(ctx: click.Context, root: str | None, html_path: str | None) -> None:
         raise SystemExit(1)
 
 
+# --- durable workflows (issue #13): `run` is replaced by the workflow-aware one, which still runs an AgentSpec
+
+from flower.cli import flowrun  # noqa: E402 - registered after the commands above, kept together at the end
+
+cli.add_command(flowrun.run, "run")
+cli.add_command(flowrun.runs, "runs")
+cli.add_command(flowrun.resume, "resume")
+cli.add_command(flowrun.cancel, "cancel")
+cli.add_command(flowrun.worker, "worker")
+
+
 def main() -> None:
     cli(prog_name="flower")
 
+
+# The human channel's commands (issue #14): asks, answer, say.
+from flower.cli.human import answer, asks, say  # noqa: E402
+
+cli.add_command(asks)
+cli.add_command(answer)
+cli.add_command(say)
 
 # --- commands defined in their own modules --------------------------------------------------------
 from flower.cli.reading import config, logs  # noqa: E402  (registered last: it imports nothing from here)
@@ -438,3 +456,8 @@ cli.add_command(config)
 from flower.cli.testing_cmd import testing  # noqa: E402
 
 cli.add_command(testing)
+
+# `flower go` (issue #15): clarify, goal, judged work and bequest as one durable run.
+from flower.cli.go import go  # noqa: E402
+
+cli.add_command(go)

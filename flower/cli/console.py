@@ -141,9 +141,10 @@ class InputLine:
         if channel is None:
             self.say("! nothing to send it to: this run has no human channel")
             return
-        if action.kind == "answer" and channel.answer(action.ask_id, action.text):
-            self.say(f"+ answered {action.ask_id}: {action.text}")
-        elif action.kind == "decline" and channel.decline(action.ask_id, action.text):
-            self.say(f". skipped {action.ask_id}: it decides and records the assumption")
+        # An answer or a skip is shown by the channel's own event (as one from another machine would be).
+        if action.kind == "answer":
+            channel.answer(action.ask_id, action.text)
+        elif action.kind == "decline":
+            channel.decline(action.ask_id, action.text)
         elif action.kind == "mail" and channel.send(action.text, source="terminal") is not None:
             self.say("+ received: the agent reads it at its next inbox check; appended to the brief")

@@ -205,6 +205,7 @@ class LiveView:
     def _on_step(self, event: Event) -> None:
         phase = event.payload.get("phase")
         if phase == "start":
+            self._session_costs = {}
             self.step = event.text
             self._step_base = self.cost
             resume = event.payload.get("resume")
@@ -273,16 +274,19 @@ class LiveView:
         cost = event.payload.get("cost_usd")
         self.turns += turns if isinstance(turns, int) else 0
         if isinstance(cost, (int, float)):
-            # The CLI's cost is its session's running total: add what it grew by (the step's end corrects
-            # a resumed session's earlier total).
+            # The CLI's cost is its process's running total: add what it grew by. A new process (a step, a
+            # retry, a generation) starts a new total; the step's end sets the exact figure anyway.
             session = str(event.payload.get("session_id") or "")
             self.cost += max(0.0, float(cost) - self._session_costs.get(session, 0.0))
             self._session_costs[session] = float(cost)
             self.pending = 0.0  # the CLI's own figure replaces the per-message estimate
 
     def _on_error(self, event: Event) -> None:
-        # The CLI reports one failure twice (its synthetic message, then the result): show it once.
-        if event.text == getattr(self, "_last_error", None):
+        # An attempt the runtime stopped itself ends in an empty error result; the CLI reports one failure
+        # twice (its synthetic message, then the result): show it once.
+        # "[ede_diagnostic] ..." is the CLI's note on an attempt the runtime interrupted, not an error.
+        if not event.text.strip() or event.text.startswith("[ede_diagnostic]") \
+                or event.text == getattr(self, "_last_error", None):
             return
         self._last_error = event.text
         self.say(f"x error: {event.text}", "red")
@@ -290,6 +294,8 @@ class LiveView:
     def _on_retry(self, event: Event) -> None:
         """One line per retry, the runtime's or the CLI's own: attempt n/N, the wait and the endpoint."""
         data = event.payload
+        if "kind" in data:  # the runtime's retry: the next attempt is a new CLI process with a new total
+            self._session_costs = {}
         kind = data.get("kind") or data.get("error_status") or ""
         delay = data.get("delay")
         if not isinstance(delay, (int, float)) and isinstance(data.get("retry_delay_ms"), (int, float)):
@@ -316,6 +322,7 @@ class LiveView:
             " (degraded)" if event.payload.get("degraded") else "")
         self.say(f"# handoff{degraded}: generation {generation} continues from {path}", "yellow")
         self.context = None  # a fresh session: unknown until its first reply
+        self._session_costs = {}
         self.subagents = {}
 
     def _on_interrupt(self, event: Event) -> None:

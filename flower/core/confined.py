@@ -51,9 +51,18 @@ def resolve_inside(workspace: str | os.PathLike[str], rel: str | os.PathLike[str
     return PurePath(os.path.relpath(real, base)).parts if real != base else ()
 
 
+def _plain(folder: Path, name: str) -> str:
+    """`name` when it names an entry of the folder itself (no separator, not `.` or `..`)."""
+    if not name or name in (".", "..") or "/" in name or os.sep in name or "\0" in name:
+        raise UnsafePathError(f"{folder}: {name!r} is not a plain file name")
+    return name
+
+
 def _refusal(path: Path, error: OSError) -> UnsafePathError:
-    what = "a symlink" if os.path.islink(path) else "not a regular folder or file"
-    return UnsafePathError(f"{path} is {what}: refusing to follow it out of the workbench ({error.strerror})")
+    if os.path.islink(path):
+        return UnsafePathError(f"{path} is a symlink: refusing to follow it (nothing of the workbench is written "
+                               "through a symlink)")
+    return UnsafePathError(f"{path} is in the way: {error.strerror.lower() if error.strerror else error}")
 
 
 class Confined:
@@ -120,6 +129,7 @@ class Confined:
 
     def lexists(self, name: str) -> bool:
         """Whether `name` exists in the folder, a symlink (dangling or not) included."""
+        _plain(self.path, name)
         with self.open() as fd:
             try:
                 os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -129,6 +139,7 @@ class Confined:
 
     def read_bytes(self, name: str) -> bytes | None:
         """The bytes of the regular file `name`, or None when it is missing, a symlink or not a file."""
+        _plain(self.path, name)
         with self.open() as fd:
             try:
                 handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
@@ -141,12 +152,14 @@ class Confined:
 
     def holds(self, name: str, size: int, sha256: str) -> bool:
         """True when `name` is a regular file (not a symlink) of `size` bytes with that full sha256."""
+        _plain(self.path, name)
         with self.open() as fd:
             return _holds(fd, name, size, sha256)
 
     def write_atomic(self, name: str, data: bytes, *, prefix: str = ".tmp.") -> None:
         """Write `data` to `name` through a temp file and a rename in the same folder: readers see the old
         or the new file, never half; a symlink at `name` is replaced, never followed."""
+        _plain(self.path, name)
         with self.open() as fd:
             tmp = _write_temp(fd, prefix, [data])
             _settle(fd, tmp, name)
@@ -154,6 +167,7 @@ class Confined:
     def write_once(self, name: str, data: bytes, *, prefix: str = ".tmp.") -> None:
         """Like `write_atomic`, but nothing is written when `name` already is a regular file holding `data`
         (content-named files: same name, same bytes; anything else there is replaced)."""
+        _plain(self.path, name)
         with self.open() as fd:
             if _holds(fd, name, len(data), hashlib.sha256(data).hexdigest()):
                 return
@@ -162,6 +176,7 @@ class Confined:
 
     def append(self, name: str, data: bytes) -> None:
         """One `O_APPEND` write to the regular file `name` (created if missing); refuses a symlink."""
+        _plain(self.path, name)
         with self.open() as fd:
             try:
                 handle = os.open(
@@ -180,6 +195,8 @@ class Confined:
 
     def replace(self, name: str, target: Confined, target_name: str) -> None:
         """Rename `name` here to `target_name` in `target` (no symlink followed on either side)."""
+        _plain(self.path, name)
+        _plain(target.path, target_name)
         with self.open() as src, target.open() as dst:
             os.replace(name, target_name, src_dir_fd=src, dst_dir_fd=dst)
 

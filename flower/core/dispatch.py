@@ -60,7 +60,7 @@ def check_isolation(spec: AgentSpec, workspace: Path) -> None:
     if not inside:
         raise ConfigError(
             f"workspace {workspace} is not a git work tree: isolated workers ({', '.join(sorted(names))}) "
-            "run in git worktrees; run `git init` there or drop isolate=True"
+            "run in git worktrees; run `git init` there, or do not isolate them"
         )
 
 

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 EventKind = Literal[
     "text", "thinking", "prompt", "tool_call", "tool_result", "result", "error", "retry", "handoff",
-    "step", "system", "interrupt", "unknown",
+    "step", "system", "interrupt", "unknown", "ask", "mail",
 ]
 
 

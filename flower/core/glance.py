@@ -13,9 +13,18 @@ Invariants.
 - Every simple command of every list, pipeline and newline-separated line is judged. One bad
   segment refuses the whole command.
 - Allow-lists only. `COMMANDS` (tables in `flower.core.glance_rules`) maps each allowed command to a
-  `Rule` naming the flags (and git/docker subcommands) it may use. A flag missing from its table is refused, which also refuses GNU long
-  option abbreviations (`sort --out=f` means `--output=f`) and options added by later versions.
+  `Rule` naming the flags (and git/docker subcommands) it may use. A flag missing from its table is
+  refused, which also refuses GNU long option abbreviations (`sort --out=f` means `--output=f`) and
+  options added by later versions. Every rule's words are read by the one shared option parser
+  (`flower.core.glance_options`), which stops at the first operand exactly where the command does.
+- No word names a device, a process file descriptor or a gawk `/inet/` socket, in any position
+  (`flower.core.glance_paths`); with `cwd=` (the wall), no word names an existing FIFO, socket or
+  device through a symlink either. That one check reads the filesystem, so only the wall uses it: a
+  command it refuses never ran, so there is no result to expire.
 - The judge never runs anything and keeps no state but an LRU cache of verdicts.
+- Git glances run with a repository's programs pinned off: `harden_git` inserts `GIT_PINS` and each
+  subcommand's `--no-ext-diff --no-textconv`/`--no-filters`; the wall hands the result to the CLI as
+  the hook's `updatedInput`.
 
 Why bashlex, not tree-sitter-bash (B-2). bashlex is a pure-Python port of GNU bash's own parser (its
 yacc grammar and tokenizer), so words and operators split where bash splits them, and it raises on
@@ -32,30 +41,40 @@ Decisions (each one is pinned by the corpus in tests/unit/glance_corpus.py).
   (`Rule(flags=None)`: cat, ls, grep, echo, ...), which have no flag or operand that writes, runs or
   never ends, so any value is harmless. Elsewhere the program's real argv cannot be known (`uniq *`
   may receive an output file, `tail *.log` a file named `-f`), so such words are refused, except after
-  `--` for commands with unlimited operands. `$(...)`, backticks, `<(...)`, `$'...'`, `$"..."` and
+  `--` for commands with unlimited operands. `$NAME` is refused wherever a file is read (`cat $_` may
+  name `/dev/zero`). `$(...)`, backticks, `<(...)`, `$'...'`, `$"..."` and
   `${X:-...}`-style forms are refused everywhere.
-- `< FILE` is allowed (reading is what a glance does) except `/dev/tcp` and `/dev/udp`, where bash
-  opens a socket. Output may only go to `/dev/null` or be duplicated between stdout and stderr.
+- `< FILE` is allowed (reading is what a glance does) except devices (`/dev/tcp`, `/dev/udp`, where
+  bash opens a socket, `/dev/zero` ...). Output may only go to `/dev/null` or be duplicated between stdout and stderr.
 - `--output`, `--force*` and `--hard` are refused in any word of any command (so `kubectl get
   --output=json` is refused while `kubectl get -o json` runs).
-- `printf` runs, except `printf -v` (assigns a variable). `env` runs alone only: with an operand it
+- `printf` runs, except `printf -v` (assigns a variable); `test -v`/`[ -v` are refused (bash evaluates
+  the array subscript, running any `$(...)` in it). `env` runs alone only: with an operand it
   runs a command. `cd` is not a glance: the Bash tool keeps the working directory between calls.
 - Never-ending forms are refused: `tail -f/-F/--follow` and the obsolete `tail -5f`/`tail +5f`,
   `free -s`, `lsof -r`, `ss -E`, `netstat -c`, `kubectl get -w`, `ping` without `-c`/`-w`; `top`,
   `watch`, `yes` are simply absent. `git shortlog` needs a revision (without one it reads stdin).
+  sed/awk/jq programs may not loop (`flower.core.glance_programs`); `tac` needs files (of a pipe it
+  spills to a temp file), `sort -S/-T` are absent, ping waits at most 10 s per reply.
 - Commands longer than `MAX_COMMAND_CHARS` are refused unread: a glance is short.
 """
 
 from __future__ import annotations
 
 import functools
-import re
-from dataclasses import dataclass, field
+import glob
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import bashlex
 
 from flower.core import texts
-from flower.core.glance_rules import COMMANDS, Args, Refusal as _Refuse, Rule, Word, literal as _literal
+from flower.core.glance_git import GIT_PINS, check_git_words
+from flower.core.glance_options import Args, Refusal as _Refuse, Rule, Word, each_reading, literal as _literal, parse
+from flower.core.glance_paths import device_word, inet_word, root_word, special_file
+from flower.core.glance_rules import COMMANDS
+from flower.core.glance_words import GAP as _GAP, KINDS as _KINDS, word as _word
 
 __all__ = [
     "COMMANDS",
@@ -63,6 +82,7 @@ __all__ = [
     "Rule",
     "describe_refusal",
     "expires_on_resume",
+    "harden_git",
     "is_ephemeral",
     "may_run_on_main",
 ]
@@ -71,269 +91,74 @@ MAX_COMMAND_CHARS = 2000
 """Longer commands are refused without parsing (a glance is short; parsing cost grows with length)."""
 
 
-@dataclass(frozen=True)
-class _Spec:
-    noarg: frozenset[str] = field(default_factory=frozenset)
-    required: frozenset[str] = field(default_factory=frozenset)
-    optional: frozenset[str] = field(default_factory=frozenset)
-
-
-@functools.lru_cache(maxsize=None)
-def _spec(text: str) -> _Spec:
-    noarg, required, optional = set(), set(), set()
-    for token in text.split():
-        if token.endswith("=?"):
-            optional.add(token[:-2])
-        elif token.endswith("="):
-            required.add(token[:-1])
-        else:
-            noarg.add(token)
-    return _Spec(frozenset(noarg), frozenset(required), frozenset(optional))
-
-
-# --- words -------------------------------------------------------------------------------------
-
-_SIMPLE_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]")
-_GAP = re.compile(r"(?:[ \t\n]|\\\n|#[^\n]*)*")  # bash blanks only: \r is a word character
-_UNEXPECTED_BARE = set("|&;<>()`") | {" ", "\t", "\n"}
-
-
-def _scan(raw: str) -> Word:
-    """Remove quotes from one word's source text the way bash does; refuse forms bashlex may misread."""
-    out: list[str] = []
-    bare: list[bool] = []
-    expands = False
-    i, n = 0, len(raw)
-    while i < n:
-        c = raw[i]
-        if c == "\\":
-            if i + 1 >= n:
-                raise _Refuse("parse")
-            if raw[i + 1] != "\n":
-                out.append(raw[i + 1])
-                bare.append(False)
-            i += 2
-        elif c == "'":
-            j = raw.find("'", i + 1)
-            if j < 0:
-                raise _Refuse("parse")
-            out.extend(raw[i + 1 : j])
-            bare.extend([False] * (j - i - 1))
-            i = j + 1
-        elif c == '"':
-            i, dq_expands = _scan_double(raw, i + 1, out, bare)
-            expands = expands or dq_expands
-        elif c == "$":
-            if raw[i + 1 : i + 2] in ("'", '"', "("):
-                raise _Refuse("construct", _DOLLAR_FORMS[raw[i + 1]])
-            expands = True
-            out.append(c)
-            bare.append(True)
-            i += 1
-        elif c in _UNEXPECTED_BARE:
-            # bash would have ended the word here: bashlex and bash disagree, trust neither.
-            raise _Refuse("construct", "command substitution" if c == "`" else "parse")
-        else:
-            out.append(c)
-            bare.append(True)
-            i += 1
-    # A lone `[` is no glob (bash needs a closing `]`), which keeps `[ -f x ]` a plain command.
-    globbed = any(
-        b and (ch in "*?" or ch == "[" and "]" in out[k:]) for k, (ch, b) in enumerate(zip(out, bare))
-    )
-    return Word("".join(out), not (expands or globbed or _braces(out, bare)))
-
-
-_DOLLAR_FORMS = {"'": "`$'...'` quoting", '"': '`$"..."` quoting', "(": "command substitution"}
-
-
-def _scan_double(raw: str, i: int, out: list[str], bare: list[bool]) -> tuple[int, bool]:
-    expands = False
-    while i < len(raw):
-        c = raw[i]
-        if c == '"':
-            return i + 1, expands
-        if c == "\\" and raw[i + 1 : i + 2] in ("$", "`", '"', "\\", "\n"):
-            if raw[i + 1] != "\n":
-                out.append(raw[i + 1])
-                bare.append(False)
-            i += 2
-            continue
-        if c == "`" or (c == "$" and raw[i + 1 : i + 2] in ("(", "'", '"')):
-            raise _Refuse("construct", "command substitution")
-        expands = expands or c == "$"
-        out.append(c)
-        bare.append(False)
-        i += 1
-    raise _Refuse("parse")
-
-
-def _braces(out: list[str], bare: list[bool]) -> bool:
-    """Whether an unquoted `{...}` holding `,` or `..` makes bash split the word (`uniq a{,b}`)."""
-    stack: list[int] = []
-    for k, (ch, b) in enumerate(zip(out, bare)):
-        if b and ch == "{":
-            stack.append(k)
-        elif b and ch == "}" and stack:
-            inner = "".join(out[stack.pop() + 1 : k])
-            if "," in inner or ".." in inner:
-                return True
-    return False
-
-
-def _word(node: object, src: str) -> Word:
-    for part in getattr(node, "parts", None) or ():
-        kind = part.kind
-        if kind == "parameter":
-            if not _SIMPLE_PARAM.fullmatch(getattr(part, "value", "") or ""):
-                raise _Refuse("expansion", src[part.pos[0] : part.pos[1]])
-        elif kind != "tilde":
-            raise _Refuse("construct", _KINDS.get(kind, kind))
-    start, end = node.pos  # type: ignore[attr-defined]
-    return _scan(src[start:end])
-
-
-_KINDS = {
-    "commandsubstitution": "command substitution",
-    "processsubstitution": "process substitution",
-    "compound": "a subshell, group or compound command",
-    "function": "a function definition",
-    "for": "a loop",
-    "while": "a loop",
-    "until": "a loop",
-    "if": "an if statement",
-    "case": "a case statement",
-    "assignment": "a variable assignment",
-    "heredoc": "a here-document",
-}
-
-
-# --- flags -------------------------------------------------------------------------------------
-
-_Flags = list[tuple[str, "str | None"]]
-
-
-def _parse(rule: Rule, name: str, words: list[Word], *, stop: bool = False) -> tuple[Args, list[Word]]:
-    """Split `words` by the rule's flag table the way getopt would; with `stop`, return at the first
-    operand (the subcommand) and hand back the rest."""
-    spec, plus = _spec(rule.flags or ""), _spec(rule.plus)
-    flags: _Flags = []
-    operands: list[Word] = []
-    dashdash, i = False, 0
-    while i < len(words):
-        word = words[i]
-        i += 1
-        if dashdash or (rule.posix and operands):
-            # Past `--` (or past awk's program) a word is an operand whatever bash makes of it; only a
-            # bounded operand count, or a check reading it (which insists on literals), still cares.
-            if not word.literal and rule.max_operands is not None:
-                raise _Refuse("expansion", f"{name} {word.value}")
-            operands.append(word)
-            continue
-        value = _literal(word, name)
-        if value == "--":
-            if stop:  # `git -- x`: whether x is then a subcommand is not worth knowing
-                raise _Refuse("flag", f"{name} --")
-            dashdash = True
-        elif value.startswith("--"):
-            i = _long(spec, name, value, words, i, flags)
-        elif value.startswith("-") and len(value) > 1:
-            if rule.numeric and value[1:].isdigit():
-                flags.append(("-#", value[1:]))
-            else:
-                i = _short(rule, spec, "-", name, value, words, i, flags)
-        elif rule.plus and value.startswith("+") and len(value) > 1:
-            i = _short(rule, plus, "+", name, value, words, i, flags)
-        elif stop:
-            return Args(name, tuple(flags), ()), words[i - 1 :]
-        else:
-            operands.append(word)
-    return Args(name, tuple(flags), tuple(operands)), []
-
-
-def _next_value(name: str, flag: str, words: list[Word], i: int) -> str:
-    if i >= len(words):
-        raise _Refuse("flag", f"{name} {flag}")
-    return _literal(words[i], f"{name} {flag}")
-
-
-def _long(spec: _Spec, name: str, text: str, words: list[Word], i: int, flags: _Flags) -> int:
-    flag, eq, value = text.partition("=")
-    if flag in spec.noarg and not eq:
-        flags.append((flag, None))
-    elif flag in spec.required:
-        if not eq:
-            value = _next_value(name, flag, words, i)
-            i += 1
-        flags.append((flag, value))
-    elif flag in spec.optional:
-        flags.append((flag, value if eq else None))
-    else:
-        raise _Refuse("flag", f"{name} {flag}")
-    return i
-
-
-def _short(
-    rule: Rule, spec: _Spec, sign: str, name: str, text: str, words: list[Word], i: int, flags: _Flags
-) -> int:
-    j = 1
-    while j < len(text):
-        flag, rest = sign + text[j], text[j + 1 :]
-        if flag in spec.noarg:
-            flags.append((flag, None))
-            j += 1
-            continue
-        if flag not in spec.required and flag not in spec.optional:
-            raise _Refuse("flag", f"{name} {flag}")
-        if rest and not rule.getopt:
-            # tree-style parsers take the value from the next word and read on in this one.
-            raise _Refuse("flag", f"{name} {text}")
-        if rest or flag in spec.optional:
-            flags.append((flag, rest or None))
-        else:
-            flags.append((flag, _next_value(name, flag, words, i)))
-            i += 1
-        break
-    return i
-
-
 # --- command lines -----------------------------------------------------------------------------
 
 _BANNED_LONG = ("--output", "--force")
 
 
-def _apply(rule: Rule, name: str, words: list[Word]) -> None:
+@dataclass
+class _Found:
+    """What judging a glance learned beyond the verdict: the words the wall checks on disk, and where
+    each git command takes its pins."""
+
+    paths: list[tuple[Word, bool]]
+    """Each word to look up on disk, and whether its command reads what it names."""
+    gits: list[tuple[int, list[tuple[int, str]], list[str]]]
+    """Per git command: where its pins go, (position, flags) for its subcommand, its `-C` values."""
+
+
+def _harden(rule: Rule, anchor: int, harden: list[tuple[int, str]]) -> None:
+    flags = rule.extra.get("harden")
+    if isinstance(flags, str) and rule.subcommands is None:
+        harden.append((anchor, flags))
+
+
+def _apply(rule: Rule, name: str, words: list[Word], anchor: int, harden: list[tuple[int, str]]) -> list[Args]:
+    """Judge one command line (or subcommand line) by its rule; return the readings it was judged by."""
     if rule.words is not None:
         rule.words(name, words)
-        return
+        return []
     if rule.flags is None:
+        args = Args(name, (), tuple(words))
         if rule.check is not None:
-            rule.check(Args(name, (), tuple(words)))
-        return
-    args, rest = _parse(rule, name, words, stop=rule.subcommands is not None)
+            rule.check(args)
+        return [args]
+    if rule.fallback is not None and rule.subcommands is not None:
+        if not (words and words[0].literal and words[0].value in rule.verbs):
+            # `git reflog`, `git reflog HEAD`: no verb, so the whole line is the fallback's.
+            chosen = rule.subcommands[rule.fallback]
+            _harden(chosen, anchor, harden)
+            return _apply(chosen, f"{name} {rule.fallback}", words, anchor, harden)
     if rule.subcommands is not None:
+        args, rest = parse(rule, name, words, stop=True, subcommand=True)
+        if rule.check is not None:
+            rule.check(args)
         if not rest:
             if not rule.bare:
                 raise _Refuse("subcommand", name)
-            return
+            return [args]
         sub = _literal(rest[0], name)
         if sub not in rule.subcommands:
             raise _Refuse("subcommand", f"{name} {sub}")
-        _apply(rule.subcommands[sub], f"{name} {sub}", rest[1:])
-        return
-    if rule.max_operands is not None and len(args.operands) > rule.max_operands:
-        raise _Refuse("operands", name)
-    if rule.check is not None:
-        rule.check(args)
+        chosen = rule.subcommands[sub]
+        _harden(chosen, rest[0].end, harden)
+        return [args, *_apply(chosen, f"{name} {sub}", rest[1:], rest[0].end, harden)]
+    readings = list(each_reading(rule, name, words))
+    for args in readings:
+        if rule.max_operands is not None and len(args.operands) > rule.max_operands:
+            raise _Refuse("operands", name)
+        if rule.check is not None:
+            rule.check(args)
+    return readings
 
 
-def _judge_command(node: object, src: str) -> None:
+def _judge_command(node: object, src: str, found: _Found) -> None:
     words: list[Word] = []
     for part in node.parts:  # type: ignore[attr-defined]
         if part.kind == "word":
             words.append(_word(part, src))
         elif part.kind == "redirect":
-            _check_redirect(part, src)
+            _check_redirect(part, src, found)
         else:
             raise _Refuse("construct", _KINDS.get(part.kind, part.kind))
     if not words:
@@ -341,17 +166,33 @@ def _judge_command(node: object, src: str) -> None:
     head = words[0]
     if not head.literal or head.value not in COMMANDS:
         raise _Refuse("command", head.value)
-    for word in words:
+    rule = COMMANDS[head.value]
+    blind = rule.flags is None and rule.words is None and not rule.reads
+    for word in words[1:]:
         flag = word.value.partition("=")[0]
         if word.literal and (flag.startswith(_BANNED_LONG) or flag == "--hard"):
             raise _Refuse("word", flag)
-    _apply(COMMANDS[head.value], head.value, words[1:])
+        if inet_word(word.value):
+            raise _Refuse("network", f"{head.value} {word.value}")
+        if device_word(word.value, word.literal) or (rule.reads and root_word(word.value)):
+            raise _Refuse("device", f"{head.value} {word.value}")
+        if word.params and not blind:
+            # `cat $_`: a parameter can hold any path, `/dev/zero` included.
+            raise _Refuse("expansion", f"{head.value} {word.value}")
+        if not word.params:
+            found.paths.append((word, rule.reads))
+    harden: list[tuple[int, str]] = []
+    readings = _apply(rule, head.value, words[1:], head.end, harden)
+    if head.value == "git":
+        check_git_words("git", [w.value for w in words[1:]])
+        dirs = [value for args in readings[:1] for value in args.values("-C")]
+        found.gits.append((head.end, harden, dirs))
 
 
 _NULL_SINKS = (">", ">>", "&>", "&>>", ">&")
 
 
-def _check_redirect(node: object, src: str) -> None:
+def _check_redirect(node: object, src: str, found: _Found) -> None:
     kind, target = node.type, node.output  # type: ignore[attr-defined]
     fd = getattr(node, "input", None)
     if kind == "<<" or kind == "<<-" or getattr(node, "heredoc", None) is not None:
@@ -365,7 +206,10 @@ def _check_redirect(node: object, src: str) -> None:
             return
     elif kind == "<" and hasattr(target, "kind"):
         word = _word(target, src)
-        if word.literal and fd in (None, 0) and not word.value.startswith(("/dev/tcp/", "/dev/udp/")):
+        if word.literal and fd in (None, 0):
+            if device_word(word.value):
+                raise _Refuse("network" if inet_word(word.value) else "device", f"< {word.value}")
+            found.paths.append((word, True))
             return
     start, end = node.pos  # type: ignore[attr-defined]
     raise _Refuse("redirect", src[start:end])
@@ -383,7 +227,7 @@ def _check_gaps(src: str, start: int, end: int, children: list) -> None:  # type
         raise _Refuse("parse")
 
 
-def _judge_node(node: object, src: str) -> None:
+def _judge_node(node: object, src: str, found: _Found) -> None:
     kind = node.kind  # type: ignore[attr-defined]
     if kind == "list":
         _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
@@ -392,7 +236,7 @@ def _judge_node(node: object, src: str) -> None:
                 if part.op not in (";", "&&", "||"):
                     raise _Refuse("construct", "background `&`" if part.op == "&" else part.op)
             else:
-                _judge_node(part, src)
+                _judge_node(part, src, found)
     elif kind == "pipeline":
         _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
         for part in node.parts:  # type: ignore[attr-defined]
@@ -400,17 +244,25 @@ def _judge_node(node: object, src: str) -> None:
                 if part.pipe not in ("|", "|&"):
                     raise _Refuse("parse")
             elif not (part.kind == "reservedword" and part.word == "!"):
-                _judge_node(part, src)
+                _judge_node(part, src, found)
     elif kind == "command":
-        _judge_command(node, src)
+        _judge_command(node, src, found)
         _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
     else:
         raise _Refuse("construct", _KINDS.get(kind, kind))
 
 
+def _reason(refusal: _Refuse) -> str:
+    # One line, and short: it lands in the coordinator's context. A stray \r is the usual culprit
+    # when `git status\r` is refused, so it stays visible.
+    what = " ".join(refusal.what.replace("\r", "\\r").split())
+    return texts.GLANCE_WHY[refusal.code].format(what=what if len(what) <= 60 else what[:57] + "...")
+
+
 @functools.lru_cache(maxsize=4096)
-def _verdict(command: str) -> str | None:
-    """None for a glance, else the reason it is not one."""
+def _analyse(command: str) -> tuple[str | None, _Found]:
+    """(None, what was found) for a glance, else (the reason it is not one, nothing)."""
+    found = _Found([], [])
     try:
         if len(command) > MAX_COMMAND_CHARS:
             raise _Refuse("long")
@@ -423,38 +275,112 @@ def _verdict(command: str) -> str | None:
         if not trees:
             raise _Refuse("empty")
         for tree in trees:
-            _judge_node(tree, command)
+            _judge_node(tree, command, found)
         _check_gaps(command, 0, len(command), trees)
-        return None
+        return None, found
     except _Refuse as refusal:
-        # One line, and short: it lands in the coordinator's context. A stray \r is the usual culprit
-        # when `git status\r` is refused, so it stays visible.
-        what = " ".join(refusal.what.replace("\r", "\\r").split())
-        return texts.GLANCE_WHY[refusal.code].format(what=what if len(what) <= 60 else what[:57] + "...")
+        return _reason(refusal), _Found([], [])
     except Exception:
-        return texts.GLANCE_WHY["parse"]
+        return texts.GLANCE_WHY["parse"], _Found([], [])
 
 
-def is_ephemeral(command: str) -> bool:
-    """Whether `command` is a glance: the coordinator may run it, and its result expires (S-8)."""
+_MAX_DISK_CHECKS = 256
+
+
+MAX_READ_BYTES = 2 << 30
+"""A reader may not open a file larger than this (a sparse terabyte reads for hours)."""
+
+
+def _size(path: str) -> int:
     try:
-        return isinstance(command, str) and _verdict(command) is None
+        return os.stat(path).st_size if os.path.isfile(path) else 0
+    except OSError:
+        return 0
+
+
+def _on_disk(found: _Found, cwd: str) -> str | None:
+    """The wall's look at the filesystem: no word names a FIFO, socket or device (through a symlink or
+    a glob), and `git -C` stays below the working directory."""
+    checked = 0
+    root = os.path.realpath(cwd)
+    for word, reads in found.paths:
+        names = [word.value]
+        if word.literal and word.value.startswith("--") and "=" in word.value:
+            names.append(word.value.partition("=")[2])  # `--files0-from=FIFO`
+        if not word.literal:
+            pattern = os.path.expanduser(word.value) if word.value.startswith("~") else word.value
+            names = glob.glob(pattern, root_dir=cwd)[:_MAX_DISK_CHECKS] if "{" not in pattern else []
+            if "{" in pattern:
+                return texts.GLANCE_WHY["expansion"].format(what=word.value)
+        for name in names:
+            if not word.literal and name.startswith(("-", "+")):
+                return _reason(_Refuse("flag", f"{word.value} matches {name}"))  # an option in disguise
+            checked += 1
+            if checked > _MAX_DISK_CHECKS:
+                return texts.GLANCE_WHY["long"]
+            if special_file(name, cwd) or (reads and os.path.realpath(os.path.join(cwd, name)) == "/"):
+                return _reason(_Refuse("device", name))
+            if reads and _size(os.path.join(cwd, os.path.expanduser(name))) > MAX_READ_BYTES:
+                return _reason(_Refuse("endless", f"{name} (over {MAX_READ_BYTES >> 30} GiB)"))
+    for _, _, dirs in found.gits:
+        where = cwd
+        for directory in dirs:  # `git -C a -C b` works in a/b
+            where = os.path.join(where, directory)
+            real = os.path.realpath(where)
+            if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+                return _reason(_Refuse("outside", f"git -C {directory}"))
+    return None
+
+
+def _verdict(command: str, cwd: str | None) -> str | None:
+    reason, found = _analyse(command)
+    if reason is None and cwd is not None:
+        try:
+            return _on_disk(found, cwd)
+        except Exception:
+            return texts.GLANCE_WHY["parse"]
+    return reason
+
+
+def is_ephemeral(command: str, cwd: str | None = None) -> bool:
+    """Whether `command` is a glance: the coordinator may run it, and its result expires (S-8).
+
+    With `cwd` (the wall passes the Bash call's working directory) the words are also checked on disk.
+    """
+    try:
+        return isinstance(command, str) and _verdict(command, cwd) is None
     except Exception:
         return False
 
 
-def describe_refusal(command: str) -> str | None:
+def describe_refusal(command: str, cwd: str | None = None) -> str | None:
     """Why `command` is not a glance, in a short phrase for a denial message; None if it is one."""
     if not isinstance(command, str):
         return texts.GLANCE_WHY["empty"]
     try:
-        return _verdict(command)
+        return _verdict(command, cwd)
     except Exception:
         return texts.GLANCE_WHY["parse"]
+
+
+def harden_git(command: str, pins: Callable[[str], str] = lambda directory: "") -> str:
+    """`command` (a glance) with every git command's repository programs pinned off: `GIT_PINS` and
+    `pins(directory)` (the filter drivers of the repository git will open) after `git`, and the
+    subcommand's `--no-ext-diff --no-textconv` / `--no-filters` after the subcommand."""
+    reason, found = _analyse(command)
+    if reason is not None or not found.gits:
+        return command
+    edits: list[tuple[int, str]] = []
+    for head_end, harden, dirs in found.gits:
+        extra = pins(os.path.join(".", *dirs))
+        edits.append((head_end, " " + GIT_PINS + (" " + extra if extra else "")))
+        edits.extend((position, " " + flags) for position, flags in harden)
+    for position, text in sorted(edits, reverse=True):
+        command = command[:position] + text + command[position:]
+    return command
 
 
 may_run_on_main = is_ephemeral
 """S-8: the wall's question is the glance predicate itself, not a copy of it."""
 expires_on_resume = is_ephemeral
 """S-8: the rewrite's question is the glance predicate itself, not a copy of it."""
-

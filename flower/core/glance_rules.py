@@ -1,9 +1,10 @@
 """The glance allow-list: which commands, subcommands and flags a glance may use (S-9).
 
-Concept. `COMMANDS` maps a command name to a `Rule`; `flower.core.glance` parses a command line with
-bashlex, splits each simple command's words by its rule's flag table and refuses everything else.
-This module holds only data and the checks that need a command's own syntax (sed scripts, awk
-programs, find expressions, git branch/config modes).
+Concept. `COMMANDS` maps a command name to a `Rule` (`flower.core.glance_options`); `flower.core.glance`
+parses a command line with bashlex, reads each simple command's words with the one shared option
+parser and refuses everything else. This module holds the table and the checks that need a command's
+own meaning (tac's input, ping's peer, ss filters, test's operators); the little languages live in
+`glance_programs`, git in `glance_git`, paths and addresses in `glance_paths`.
 
 Invariants.
 - Allow, never deny: a flag is usable only if its table lists it. Tables list real option names only,
@@ -11,208 +12,28 @@ Invariants.
   `--force`, `--in-place` and friends).
 - A flag that takes a value is listed as taking one (`-k=`); when unsure whether a flag takes a value
   we list it as not taking one, so a following word is judged as a flag or operand rather than skipped.
+- Each rule's `order` says whether its command reads options after an operand (getopt_long permutes,
+  builtins and `+`-optstrings stop); when the real behaviour depends on the environment, both readings
+  are checked.
 - `flags=None` (argument-blind) is reserved for commands none of whose options or operands can write,
   run a program or never end; each such entry was checked against the tool's manual.
+- No argument reaches bash's arithmetic or subscript evaluation: `test`/`[` refuse `-v`/`-R` (which
+  evaluate `NAME[SUBSCRIPT]`) and any word bash would still expand.
+- No host name reaches a resolver: ping, lsof `-i @HOST` and ss filters take numeric local addresses.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
-__all__ = ["COMMANDS", "Args", "Refusal", "Rule", "Word", "literal"]
+from flower.core.glance_git import GIT_RULE
+from flower.core.glance_options import Args, Refusal, Rule, Word, literal
+from flower.core.glance_paths import numeric_local
+from flower.core.glance_jq import check_jq
+from flower.core.glance_programs import awk_program_ok, check_awk, check_sed, sed_script_ok
 
-
-class Refusal(Exception):
-    """Why a command is not a glance; `code` keys `texts.GLANCE_WHY`, `what` names the culprit."""
-
-    def __init__(self, code: str, what: str = "") -> None:
-        super().__init__(code, what)
-        self.code, self.what = code, what
-
-
-@dataclass(frozen=True)
-class Word:
-    """One shell word after quote removal."""
-
-    value: str
-    """The text the program receives (a leading `~` is left as typed: bash turns it into a path)."""
-    literal: bool
-    """False when bash would still expand it ($NAME, glob, brace): its real value is unknown."""
-
-
-@dataclass(frozen=True)
-class Args:
-    """A command line split by its rule's flag table: what a `Rule.check` inspects."""
-
-    name: str
-    flags: tuple[tuple[str, str | None], ...]
-    operands: tuple[Word, ...]
-
-    def has(self, *names: str) -> bool:
-        return any(flag in names for flag, _ in self.flags)
-
-    def values(self, *names: str) -> list[str]:
-        return [value or "" for flag, value in self.flags if flag in names]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """How one command (or one subcommand) may appear in a glance."""
-
-    flags: str | None = ""
-    """The allowed flags, space-separated: `-n` takes no value, `-n=` requires one (attached or next
-    word), `-n=?` takes an optional attached one. None: argument-blind, any arguments are harmless."""
-    max_operands: int | None = None
-    """At most this many operands (non-flag words); None: any number."""
-    numeric: bool = False
-    """Accept `-<digits>` (`head -5`, `git log -10`)."""
-    plus: str = ""
-    """Flags spelled with `+` (lsof `+D dir`), same syntax as `flags`."""
-    posix: bool = False
-    """Options end at the first operand (awk, env): later words are operands even if they start with -."""
-    getopt: bool = True
-    """Short-flag values may be attached (`-n5`); False for parsers that always take the next word."""
-    subcommands: Mapping[str, Rule] | None = None
-    """When set, the first operand must name one of these, judged by its own rule."""
-    bare: bool = True
-    """With `subcommands`: whether the command may appear without one (`git stash` alone pushes)."""
-    check: Callable[[Args], None] | None = None
-    """A last look at the parsed line; raises `Refusal` (sed scripts, awk programs, git branch ...)."""
-    words: Callable[[str, list[Word]], None] | None = None
-    """Replaces flag parsing entirely, for commands with their own syntax (find)."""
-
-
-def literal(word: Word, where: str) -> str:
-    """The word's value, or a refusal when bash would still expand it."""
-    if not word.literal:
-        raise Refusal("expansion", f"{where} {word.value}")
-    return word.value
-
-
-# --- sed: GNU sed's script grammar, refusing w/W/e and the s///w, s///e flags ---------------------
-
-_SED_PLAIN = set("=dDgGhHnNpPxzF")
-_SED_LABEL = re.compile(r"[ \t]*([A-Za-z0-9_.-]*)")
-
-
-def _sed_delimited(script: str, i: int, delim: str) -> int:
-    """Index just past the closing `delim` (backslash escapes the next char, as in GNU match_slash)."""
-    while i < len(script):
-        ch = script[i]
-        if ch == "\\":
-            i += 2
-        elif ch == "\n":
-            break
-        elif ch == delim:
-            return i + 1
-        else:
-            i += 1
-    raise Refusal("script", "sed")
-
-
-_SED_NUMERIC_ADDRESS = re.compile(r"[0-9]+(?:~[0-9]+)?|\$|[+~][0-9]+")
-_SED_NUMBER = re.compile(r"[ \t]*[0-9]*")
-
-
-def _sed_address(script: str, i: int) -> int:
-    m = _SED_NUMERIC_ADDRESS.match(script, i)
-    if m:
-        return m.end()
-    if script.startswith("/", i):
-        i = _sed_delimited(script, i + 1, "/")
-    elif script.startswith("\\", i) and i + 1 < len(script) and script[i + 1] not in "\n\\":
-        i = _sed_delimited(script, i + 2, script[i + 1])
-    else:
-        return i
-    while i < len(script) and script[i] in "IM":
-        i += 1
-    return i
-
-
-def _sed_end(script: str, i: int) -> int:
-    while i < len(script) and script[i] in " \t":
-        i += 1
-    if i < len(script) and script[i] not in ";\n}#":
-        raise Refusal("script", "sed")
-    return i
-
-
-def sed_script_ok(script: str) -> bool:
-    """Whether every command of a GNU sed script only reads and prints."""
-    try:
-        _sed_walk(script)
-    except Refusal:
-        return False
-    return True
-
-
-def _sed_walk(script: str) -> None:
-    i, n, depth = 0, len(script), 0
-    while True:
-        while i < n and script[i] in " \t\n;":
-            i += 1
-        if i >= n:
-            break
-        if script[i] == "#":
-            end = script.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        i = _sed_address(script, i)
-        if script.startswith(",", i):
-            i = _sed_address(script, i + 1)
-        while i < n and script[i] in " \t!":
-            i += 1
-        if i >= n:
-            raise Refusal("script", "sed")
-        cmd, i = script[i], i + 1
-        if cmd == "{":
-            depth += 1
-        elif cmd == "}":
-            depth -= 1
-            if depth < 0:
-                raise Refusal("script", "sed")
-            i = _sed_end(script, i)
-        elif cmd in _SED_PLAIN:
-            i = _sed_end(script, i)
-        elif cmd in "lLqQ":
-            i = _sed_end(script, _SED_NUMBER.match(script, i).end())  # type: ignore[union-attr]
-        elif cmd in ":btTv":
-            m = _SED_LABEL.match(script, i)
-            if cmd == ":" and not m.group(1):  # type: ignore[union-attr]
-                raise Refusal("script", "sed")
-            i = _sed_end(script, m.end())  # type: ignore[union-attr]
-        elif cmd in "aicrR":
-            i = _sed_text(script, i, cmd)
-        elif cmd in "sy":
-            i = _sed_substitute(script, i, cmd)
-        else:
-            raise Refusal("script", "sed")  # w, W, e and anything we do not know
-    if depth:
-        raise Refusal("script", "sed")
-
-
-def _sed_text(script: str, i: int, cmd: str) -> int:
-    """a/i/c text and r/R file names run to the end of the line; refuse the multi-line `\\` forms,
-    whose continuation rules we would rather not model."""
-    end = script.find("\n", i)
-    end = len(script) if end < 0 else end
-    text = script[i:end].strip(" \t")
-    if text.startswith("\\") or text.endswith("\\") or (cmd in "rR" and not text):
-        raise Refusal("script", "sed")
-    return end
-
-
-def _sed_substitute(script: str, i: int, cmd: str) -> int:
-    if i >= len(script) or script[i] in "\\\n":
-        raise Refusal("script", "sed")
-    delim = script[i]
-    i = _sed_delimited(script, _sed_delimited(script, i + 1, delim), delim)
-    if cmd == "s":
-        while i < len(script) and (script[i] in "gpiImM" or script[i].isdigit()):
-            i += 1  # w (write) and e (execute) are not in the set
-    return _sed_end(script, i)
+__all__ = ["COMMANDS", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "literal", "sed_script_ok"]
 
 
 def _check_sed(args: Args) -> None:
@@ -221,108 +42,18 @@ def _check_sed(args: Args) -> None:
         if not args.operands:
             raise Refusal("script", "sed")
         scripts = [literal(args.operands[0], "sed")]
-    if not all(sed_script_ok(s) for s in scripts):
-        raise Refusal("script", "sed")
-
-
-# --- awk: a lexer good enough to find output redirection; pipes, system() and @ refused outright ---
-
-_AWK_BANNED = re.compile(r"\bsystem\b|[@#]|/inet")  # /inet/...: gawk's network special files
-_AWK_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_AWK_NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?")
-# After these words an operand is expected, so `/` opens a regex rather than dividing.
-_AWK_REGEX_AFTER = {"print", "printf", "return", "case", "in", "do", "else"}
-
-
-def awk_program_ok(program: str) -> bool:
-    """Whether an awk program only reads and prints to stdout: no system(), no pipes (`|`, `|&`,
-    `cmd | getline`), no `print > file`, no @load/@include, no comments (which could hide code
-    from a lexer that misjudged a regex)."""
-    if _AWK_BANNED.search(program):
-        return False
-    if any(len(run) != 2 for run in re.findall(r"\|+", program)):
-        return False  # only `||` (logical or) may appear
-    try:
-        return _awk_no_redirect(program)
-    except Refusal:
-        return False
-
-
-def _awk_delimited(src: str, i: int, quote: str) -> int:
-    while i < len(src):
-        ch = src[i]
-        if ch == "\\":
-            i += 2
-        elif ch == "\n":
-            break
-        elif ch == quote:
-            return i + 1
-        else:
-            i += 1
-    raise Refusal("script", "awk")
-
-
-def _awk_no_redirect(src: str) -> bool:
-    i, n, depth = 0, len(src), 0
-    operand = False  # was the previous token an operand (so `/` divides)?
-    parens: list[bool] = []  # per open paren: does it hold an if/while/for condition?
-    last_word = ""
-    print_depth: int | None = None
-    while i < n:
-        c = src[i]
-        if c == "\n":
-            # A newline after an operand ends the statement, so a `/` on the next line opens a regex.
-            i, operand = i + 1, False
-            continue
-        if c in " \t\r" or src.startswith("\\\n", i):
-            i += 1 if c != "\\" else 2
-            continue
-        word = ""
-        if c == '"':
-            i, operand = _awk_delimited(src, i + 1, '"'), True
-        elif c == "/" and not operand:
-            end = _awk_delimited(src, i + 1, "/")
-            body = src[i + 1 : end - 1]
-            if '"' in body or ("[" in body and "]" not in body[body.rindex("[") :]):
-                return False  # awks disagree on `/` inside brackets; refuse rather than guess
-            i, operand = end, True
-        elif c.isalpha() or c == "_":
-            word = _AWK_IDENT.match(src, i).group()  # type: ignore[union-attr]
-            i += len(word)
-            if word in ("print", "printf"):
-                print_depth = depth
-            operand = word not in _AWK_REGEX_AFTER and word not in ("if", "while", "for")
-        elif c.isdigit() or (c == "." and src[i + 1 : i + 2].isdigit()):
-            i, operand = _AWK_NUMBER.match(src, i).end(), True  # type: ignore[union-attr]
-        elif c == "(":
-            parens.append(last_word in ("if", "while", "for"))
-            depth, i, operand = depth + 1, i + 1, False
-        elif c == ")":
-            if not parens:
-                return False
-            operand = not parens.pop()
-            depth, i = depth - 1, i + 1
-        elif c in ";{}":
-            print_depth, i, operand = None, i + 1, False
-        elif c == ">":
-            if print_depth is not None and depth == print_depth:
-                return False
-            i, operand = i + 1, False
-        elif c == "]":
-            i, operand = i + 1, True
-        elif src.startswith(("++", "--"), i):
-            i, operand = i + 2, True
-        else:
-            i, operand = i + 1, False
-        last_word = word
-    return not parens
+    check_sed(scripts)
 
 
 def _check_awk(args: Args) -> None:
     if not args.operands:
         raise Refusal("script", "awk")
-    if not awk_program_ok(literal(args.operands[0], "awk")):
-        raise Refusal("script", "awk")
+    check_awk(literal(args.operands[0], "awk"))
+
+
+def _check_jq(args: Args) -> None:
+    if args.operands:
+        check_jq(literal(args.operands[0], "jq"))
 
 
 # --- find: paths, then an expression of allowed tests and the printing actions -------------------
@@ -332,11 +63,11 @@ _FIND_NOARG = frozenset(
     " -nowarn -empty -executable -readable -writable -false -true -nogroup -nouser -prune -print"
     " -print0 -ls -quit -not -and -a -or -o -help --help -version --version ( ) ! ,".split()
 )
+# No -files0-from: it reads the starting points from a file (or a pipe).
 _FIND_ONEARG = frozenset(
     "-maxdepth -mindepth -amin -anewer -atime -cmin -cnewer -ctime -fstype -gid -group -ilname -iname"
     " -inum -ipath -iregex -iwholename -links -lname -mmin -mtime -name -newer -path -perm -regex"
-    " -regextype -samefile -size -type -uid -used -user -wholename -xtype -printf -context"
-    " -files0-from".split()
+    " -regextype -samefile -size -type -uid -used -user -wholename -xtype -printf -context".split()
 )
 _FIND_NEWER_XY = re.compile(r"-newer[aBcmt][aBcmt]")
 
@@ -371,6 +102,11 @@ def _check_tail(args: Args) -> None:
         raise Refusal("flag", "tail -cf")
 
 
+def _check_tac(args: Args) -> None:
+    if not args.operands or any(w.value == "-" for w in args.operands):
+        raise Refusal("endless", "tac of a pipe (it copies its input to a temp file)")
+
+
 def _check_date(args: Args) -> None:
     if args.operands and not args.operands[0].value.startswith("+"):
         raise Refusal("operands", "date")  # `date MMDDhhmm` sets the clock
@@ -386,175 +122,77 @@ def _check_printf(args: Args) -> None:
         raise Refusal("flag", "printf -v")
 
 
+def _check_test(args: Args) -> None:
+    # bash's test evaluates the subscript of `-v NAME[SUB]` (and `-R`), running any `$(...)` in it; a word
+    # bash still expands could become `-v`. Integer comparisons use plain numbers in `test` (not `[[`).
+    for word in args.operands:
+        if literal(word, args.name) in ("-v", "-R"):
+            raise Refusal("flag", f"{args.name} {word.value} (evaluates an array subscript)")
+
+
+def _check_grep(args: Args) -> None:
+    # `-D read` makes a recursive grep open the FIFOs and devices it meets; grep is argument-blind otherwise.
+    for word in args.operands:
+        if word.value == "--":
+            return
+        if re.match(r"-[^-]*D|--d", word.value):
+            raise Refusal("flag", f"{args.name} -D/--devices")
+
+
+_PING_LIMITS = {"-c": 10, "-w": 30}
+
+
 def _check_ping(args: Args) -> None:
-    limits = {"-c": 100, "-w": 60}
-    bounded = [f for f, v in args.flags if f in limits and v and v.isdigit() and 0 < int(v) <= limits[f]]
+    bounded = [f for f, v in args.flags if f in _PING_LIMITS and v and v.isdigit() and 0 < int(v) <= _PING_LIMITS[f]]
     if not bounded:
-        raise Refusal("flag", "ping (needs -c N or -w SECONDS)")
+        raise Refusal("flag", "ping (needs -c N up to 10 or -w SECONDS up to 30)")
+    if any(not v.isdigit() or int(v) > 10 for v in args.values("-W")):
+        raise Refusal("endless", "ping -W (a wait over 10 seconds)")
+    if not args.operands or not numeric_local(literal(args.operands[0], "ping")):
+        raise Refusal("network", "ping (only a numeric loopback or private address)")
 
 
-# The flags that put git branch in list mode (builtin/branch.c); -v/-a/-r do not: `git branch -v x` creates x.
-_BRANCH_LISTS = ("-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at")
+_LSOF_ADDRESS = re.compile(r"[46]?(?:tcp|udp|TCP|UDP)?(?:@(?P<host>\[[0-9a-fA-F:.]+\]|[^:]+))?(?::[\w,-]+)?")
 
 
-def _check_git_branch(args: Args) -> None:
-    # An operand names a branch to create, unless a list-mode flag makes it a pattern or commit.
-    if args.operands and (not args.has(*_BRANCH_LISTS) or args.has("--show-current")):
-        raise Refusal("subcommand", "git branch NAME")
+def _check_lsof(args: Args) -> None:
+    if any(value and (not value.isdigit() or int(value) > 30) for value in args.values("-S")):
+        raise Refusal("endless", "lsof -S (a wait over 30 seconds)")
+    for value in args.values("-i"):
+        match = _LSOF_ADDRESS.fullmatch(value)
+        if not match or (match.group("host") is not None and not numeric_local(match.group("host"))):
+            raise Refusal("network", f"lsof -i {value} (only numeric local addresses)")
 
 
-_CONFIG_MODES = {"--get": 2, "--get-all": 2, "--get-regexp": 2, "--get-urlmatch": 2, "--list": 0, "-l": 0}
-
-
-def _check_git_config(args: Args) -> None:
-    modes = [f for f, _ in args.flags if f in _CONFIG_MODES]
-    ops = [literal(w, "git config") for w in args.operands]
-    if len(modes) == 1 and len(ops) <= _CONFIG_MODES[modes[0]] and (ops or modes[0] in ("--list", "-l")):
-        return
-    if not modes and ops[:1] == ["get"] and len(ops) == 2 or not modes and ops == ["list"]:
-        return
-    raise Refusal("subcommand", "git config (only --get, --get-all, --get-regexp, --list, get, list)")
-
-
-def _check_git_shortlog(args: Args) -> None:
-    if not args.operands:
-        raise Refusal("operands", "git shortlog without a revision (it would read stdin)")
-
-
-# --- the tables -----------------------------------------------------------------------------------
-# Flag syntax: `-x` no value, `-x=` a required value, `-x=?` an optional attached value.
-
-_GIT_DIFF = (
-    "-p -u -s --patch --no-patch --raw --patch-with-raw --patch-with-stat --numstat --shortstat"
-    " --summary --name-only --name-status --compact-summary --full-index --binary --check --no-renames"
-    " --color=? --no-color --color-words=? --word-diff=? --word-diff-regex= --color-moved=?"
-    " --no-color-moved -b --ignore-space-change -w --ignore-all-space --ignore-space-at-eol"
-    " --ignore-blank-lines --ignore-cr-at-eol -I= --ignore-matching-lines= --minimal --patience"
-    " --histogram --diff-algorithm= --indent-heuristic --no-indent-heuristic -R -a --text --exit-code"
-    " --quiet --no-ext-diff -W --function-context --stat=? --stat-width= --stat-name-width="
-    " --stat-graph-width= --stat-count= --dirstat=? -X=? --cumulative --relative=? --no-relative -U=?"
-    " --unified= --inter-hunk-context= -M=? --find-renames=? -C=? --find-copies=? --find-copies-harder"
-    " -B=? --break-rewrites=? -D --irreversible-delete -l= --diff-filter= -S= -G= --pickaxe-all"
-    " --pickaxe-regex --find-object= -O= --src-prefix= --dst-prefix= --no-prefix --default-prefix"
-    " --line-prefix= --abbrev=? --no-abbrev --submodule=? --ignore-submodules=? -z"
+_SS_WORDS = frozenset(
+    "state exclude dst src dport sport and or not ! ( ) eq ne gt lt ge le == != > < >= <= = all connected"
+    " synchronized bucket big established syn-sent syn-recv fin-wait-1 fin-wait-2 time-wait closed"
+    " close-wait last-ack listening closing autobound dev".split()
 )
-_GIT_REVS = (
-    " --max-count= --skip= --since= --after= --until= --before= --author= --committer= --grep="
-    " --all-match --invert-grep -i --regexp-ignore-case --basic-regexp -E --extended-regexp -F"
-    " --fixed-strings -P --perl-regexp --merges --no-merges --min-parents= --max-parents= --first-parent"
-    " --not --all --branches=? --tags=? --remotes=? --glob= --exclude= --reflog --cherry-mark"
-    " --cherry-pick --left-only --right-only --cherry -g --walk-reflogs --merge --boundary"
-    " --simplify-by-decoration --full-history --dense --sparse --simplify-merges --ancestry-path=?"
-    " --show-pulls --date-order --author-date-order --topo-order --reverse --no-walk=? --do-walk"
-    " --pretty=? --format= --abbrev-commit --no-abbrev-commit --oneline --encoding= --expand-tabs=?"
-    " --no-expand-tabs --notes=? --no-notes --relative-date --date= --parents --children --left-right"
-    " --graph --decorate=? --no-decorate --decorate-refs= --decorate-refs-exclude= --source --mailmap"
-    " --use-mailmap --no-mailmap --full-diff --log-size -L= --follow -m -c --cc --dd --diff-merges="
-    " --no-diff-merges -t"
-)
-_GIT_LOG = _GIT_DIFF + _GIT_REVS + " -n="
-_GIT_REVIEW = Rule(_GIT_LOG, numeric=True)
+_SS_PORT = re.compile(r"\*?:(?:[0-9]+|\*|[a-z][a-z0-9-]*)")
+_SS_ADDRESS = re.compile(r"(?P<host>\[[0-9a-fA-F:.]+\]|[0-9.]+)(?:/[0-9]+)?(?::(?:[0-9]+|\*|[a-z][a-z0-9-]*))?")
 
-_GIT: dict[str, Rule] = {
-    "status": Rule(
-        "-s --short -b --branch --show-stash --porcelain=? --long -v --verbose -u=? --untracked-files=?"
-        " --ignored=? --ignore-submodules=? -z --column=? --no-column --ahead-behind --no-ahead-behind"
-        " --renames --no-renames --find-renames=?"
-    ),
-    "diff": Rule(_GIT_DIFF + " --cached --staged --merge-base --no-index"),
-    "log": _GIT_REVIEW,
-    "show": _GIT_REVIEW,
-    "rev-list": Rule(_GIT_LOG + " --count --objects --no-object-names --timestamp", numeric=True),
-    "shortlog": Rule(
-        # shortlog's own --committer is a switch (group by committer), not log's --committer=PATTERN.
-        _GIT_REVS.replace(" --committer=", "")
-        + " -n --numbered -s --summary -e --email --committer -w=? --group=",
-        check=_check_git_shortlog,
-    ),
-    "branch": Rule(
-        "-a --all -r --remotes -v --verbose -l --list --show-current --contains=? --no-contains=?"
-        " --merged=? --no-merged=? --points-at= --sort= --format= --color=? --no-color --column=?"
-        " --no-column --abbrev=? --no-abbrev -i --ignore-case --omit-empty",
-        check=_check_git_branch,
-    ),
-    "stash": Rule(
-        bare=False,
-        subcommands={
-            "list": _GIT_REVIEW,
-            "show": Rule(_GIT_DIFF + " --include-untracked --only-untracked", max_operands=1),
-        },
-    ),
-    "worktree": Rule(bare=False, subcommands={"list": Rule("--porcelain -v --verbose -z --expire=", 0)}),
-    "remote": Rule("-v --verbose", subcommands={"get-url": Rule("--push --all", 1)}),
-    "reflog": Rule(_GIT_LOG, numeric=True, subcommands={"show": _GIT_REVIEW}),
-    "rev-parse": Rule(
-        "--git-dir --git-common-dir --show-toplevel --show-prefix --show-cdup"
-        " --show-superproject-working-tree --is-inside-work-tree --is-inside-git-dir"
-        " --is-bare-repository --is-shallow-repository --absolute-git-dir --abbrev-ref=? --short=?"
-        " --verify -q --quiet --symbolic --symbolic-full-name --all --branches=? --tags=? --remotes=?"
-        " --glob= --exclude= --since= --until= --after= --before= --default= --prefix= --revs-only"
-        " --no-revs --flags --no-flags --sq --not --local-env-vars --resolve-git-dir= --git-path="
-        " --show-object-format=? --show-ref-format --path-format= --disambiguate="
-    ),
-    "describe": Rule(
-        "--tags --all --long --abbrev=? --always --dirty=? --broken=? --match= --exclude="
-        " --first-parent --contains --exact-match --candidates= --debug"
-    ),
-    "ls-files": Rule(
-        "-c --cached -d --deleted -m --modified -o --others -i --ignored -s --stage -u --unmerged -k"
-        " --killed -z -t -v -f --full-name --recurse-submodules --abbrev=? --error-unmatch --exclude="
-        " -x= --exclude-from= -X= --exclude-per-directory= --exclude-standard --directory"
-        " --no-empty-directory --eol --deduplicate --format= --sparse --with-tree="
-    ),
-    "ls-tree": Rule(
-        "-d -r -t -l --long -z --name-only --name-status --object-only --full-name --full-tree"
-        " --abbrev=? --format="
-    ),
-    "blame": Rule(
-        "-b --root --show-stats -L= -l -t -S= --reverse -p --porcelain --line-porcelain --incremental"
-        " --encoding= --contents= --date= --progress --no-progress -M=? -C=? --ignore-rev="
-        " --ignore-revs-file= --color-lines --color-by-age -c -e --show-email -f --show-name -n"
-        " --show-number -s -w --abbrev=? --first-parent --minimal --score-debug"
-    ),
-    "for-each-ref": Rule(
-        "--count= --sort= --format= --color=? --shell -s --perl -p --python --tcl --points-at="
-        " --merged=? --no-merged=? --contains=? --no-contains=? --ignore-case --omit-empty --exclude="
-        " --include-root-refs"
-    ),
-    "cat-file": Rule("-t -s -e -p --mailmap --use-mailmap --no-mailmap --allow-unknown-type", 2),
-    "config": Rule(
-        "--get --get-all --get-regexp --get-urlmatch --list -l --show-origin --show-scope --global"
-        " --system --local --worktree --type= --bool --int --bool-or-int --path --expiry-date --null -z"
-        " --name-only --includes --no-includes --default= --fixed-value --all --regexp --value= --url=",
-        check=_check_git_config,
-    ),
-    "show-ref": Rule("--head --branches --heads --tags -d --dereference -s --hash=? --abbrev=? --verify"
-                     " -q --quiet --exists"),
-    "merge-base": Rule("-a --all --octopus --independent --is-ancestor --fork-point"),
-    "name-rev": Rule("--tags --refs= --exclude= --all --name-only --no-undefined --always"),
-    "grep": Rule(
-        "-i --ignore-case -I -w --word-regexp -v --invert-match -h -H --full-name -E --extended-regexp"
-        " -G --basic-regexp -P --perl-regexp -F --fixed-strings -n --line-number --column -l"
-        " --files-with-matches --name-only -L --files-without-match -z --null -o --only-matching -c"
-        " --count --color=? --no-color --break --heading -p --show-function -W --function-context -A= -B="
-        " -C= --after-context= --before-context= --context= -e= -f= --and --or --not --all-match -q"
-        " --quiet --cached --untracked --no-index --no-exclude-standard --exclude-standard"
-        " --recurse-submodules --max-depth= -r --recursive --no-recursive -a --text --threads= -m="
-        " --max-count=",
-        numeric=True,
-    ),
-    "count-objects": Rule("-v --verbose -H --human-readable", 0),
-    "check-ignore": Rule("-q --quiet -v --verbose -n --non-matching --no-index"),
-    "hash-object": Rule("-t= --path= --no-filters --literally"),  # no -w (writes), no --stdin
-    "symbolic-ref": Rule("-q --quiet --short --no-recurse", 1),  # two operands would set the ref
-    "cherry": Rule("-v --abbrev=?", 3),
-    "var": Rule("-l", 1),
-    "version": Rule("--build-options", 0),
-}
+
+def _check_ss(args: Args) -> None:
+    # An ss filter names hosts that ss resolves; only numeric local addresses, ports and keywords pass.
+    # ss joins its operands and splits the filter on blanks, so one quoted word may hold several tokens.
+    for word in args.operands:
+        for value in literal(word, "ss").split():
+            if value in _SS_WORDS or _SS_PORT.fullmatch(value):
+                continue
+            match = _SS_ADDRESS.fullmatch(value)
+            if match and numeric_local(match.group("host").split("/")[0]):
+                continue
+            raise Refusal("network", f"ss {value} (only numeric local addresses)")
+
+
+# --- the table ------------------------------------------------------------------------------------
+# Flag syntax: `-x` no value, `-x=` a required value, `-x=?` an optional attached value, `--x==` two words.
 
 _SYSTEMCTL = (
     "--no-pager --user --system -l --full -a --all -q --quiet -n= --lines= -t= --type= --state= -o="
-    " --plain --no-legend -r --recursive -p= --property= --value"
+    " --plain --no-legend --legend=? -r --recursive -p= --property= --value --failed --show-types"
+    " --with-dependencies --reverse --after --before -i --ignore-inhibitors=?"
 )
 _DOCKER_PS = Rule(
     "-a --all -q --quiet -s --size -n= --last= -l --latest --no-trunc --format= -f= --filter=", 0
@@ -564,18 +202,39 @@ _DOCKER_IMAGES = Rule("-a --all -q --quiet --digests --no-trunc --format= -f= --
 _KUBECTL = "-n= --namespace= --context= --cluster="
 
 _BLIND = Rule(None)
+_READS = Rule(None, reads=True)
+_SUMS = Rule("-b --binary -t --text -z --zero --tag -l= --length=", reads=True)  # no -c: names come from a file
+_GREP = Rule(None, reads=True, check=_check_grep)
 _TABLE: dict[str, Rule] = {
-    # Argument-blind: no option or operand of these writes, runs a program or never ends.
+    # Argument-blind: no option or operand of these writes, runs a program or never ends (devices are
+    # refused everywhere by the judge; `reads` commands open their operands, so `$NAME` is refused there).
     **{name: _BLIND for name in (
-        "ls cat head wc stat du df ps pwd whoami id uname arch nproc locale getconf uptime whereis"
-        " printenv echo true false test [ grep egrep fgrep jq diff cmp comm cut column nl rev tr tac"
-        " paste basename dirname realpath readlink md5sum sha1sum sha256sum sha512sum cksum sw_vers"
+        "ls stat du df ps pwd whoami id uname arch nproc locale getconf uptime whereis printenv echo true"
+        " false basename dirname realpath readlink sw_vers"
     ).split()},
+    **{name: _READS for name in "cat head diff cmp comm cut column nl rev tr paste".split()},
+    **{name: _GREP for name in "grep egrep fgrep".split()},
+    **{name: _SUMS for name in "md5sum sha1sum sha256sum sha512sum b2sum".split()},
+    "cksum": Rule("--tag --raw --untagged -a= --algorithm= -l= --length= -z --zero --base64", reads=True),
+    # Bash builtins read options up to the first operand; `test -v NAME[...]` evaluates the subscript.
+    "test": Rule(None, check=_check_test),
+    "[": Rule(None, check=_check_test),
     "printf": Rule(None, check=_check_printf),
-    "env": Rule("-0 --null", 0, posix=True),
-    "command": Rule("-p -v -V", check=_check_command),
-    "type": Rule("-a -f -p -P -t"),
+    "env": Rule("-0 --null", 0, order="stop"),
+    "command": Rule("-p -v -V", order="stop", check=_check_command),
+    "type": Rule("-a -f -p -P -t", order="stop"),
+    # Debian's which is a getopts script (stops); GNU which permutes: both readings must pass.
     "which": Rule("-a -s"),
+    "wc": Rule("-c --bytes -m --chars -l --lines -L --max-line-length -w --words --total=", reads=True),
+    # tac copies a pipe or stdin to a temp file before printing it backwards: files only.
+    "tac": Rule("-b --before -r --regex -s= --separator=", reads=True, check=_check_tac),
+    "jq": Rule(
+        "-n --null-input -r --raw-output -j --join-output -a --ascii-output -s --slurp -c --compact-output -e"
+        " --exit-status -S --sort-keys -C --color-output -M --monochrome-output --tab --indent= --arg=="
+        " --argjson== --slurpfile== --rawfile== --raw-output0 --seq --stream -R --raw-input --unbuffered"
+        " --args --jsonargs",
+        order="permute", getopt=False, reads=True, check=_check_jq,
+    ),
     "hostname": Rule(
         "-a --alias -A --all-fqdns -d --domain -f --fqdn --long -i --ip-address -I --all-ip-addresses"
         " -s --short -y --yp --nis -V --version -h --help", 0,
@@ -587,26 +246,28 @@ _TABLE: dict[str, Rule] = {
     ),
     "tail": Rule(
         "-n= --lines= -c= --bytes= -q --quiet --silent -v --verbose -z --zero-terminated",
-        numeric=True, check=_check_tail,
+        numeric=True, reads=True, check=_check_tail,
     ),
     "sort": Rule(
         "-b --ignore-leading-blanks -d --dictionary-order -f --ignore-case -g --general-numeric-sort"
         " -h --human-numeric-sort -i --ignore-nonprinting -M --month-sort -n --numeric-sort -R"
         " --random-sort --random-source= -r --reverse -V --version-sort --sort= -c -C --check=? -k="
-        " --key= -m --merge -s --stable -S= --buffer-size= -t= --field-separator= -u --unique -z"
-        " --zero-terminated --parallel= --batch-size= --files0-from= --debug"
+        " --key= -m --merge -s --stable -t= --field-separator= -u --unique -z"
+        " --zero-terminated --parallel= --batch-size= --debug",
+        reads=True,
     ),
     "uniq": Rule(
         "-c --count -d --repeated -D --all-repeated=? -f= --skip-fields= -i --ignore-case -s="
         " --skip-chars= -u --unique -w= --check-chars= -z --zero-terminated --group=?",
-        1, numeric=True,
+        1, numeric=True, reads=True,
     ),
     "sed": Rule(
         "-n --quiet --silent -e= --expression= -E -r --regexp-extended -s --separate -u --unbuffered -z"
         " --null-data -l= --line-length= --posix --debug --sandbox",
-        check=_check_sed,
+        reads=True, check=_check_sed,
     ),
-    **{name: Rule("-F= --field-separator= -v= --assign=", posix=True, check=_check_awk)
+    # awk's options end at the program (gawk's optstring starts with `+`).
+    **{name: Rule("-F= --field-separator= -v= --assign=", order="stop", reads=True, check=_check_awk)
        for name in ("awk", "gawk", "mawk", "nawk")},
     "find": Rule(words=_find_words),
     "tree": Rule(
@@ -614,13 +275,13 @@ _TABLE: dict[str, Rule] = {
         " --info --infofile= --noreport --charset= --filelimit= --dirsfirst --filesfirst -q -N -Q -p -u"
         " -g -s -h --si --du -D --timefmt= -F --inodes --device -v -t -c -U -r --sort= -i -A -S -n -C -J"
         " -X --version --help",
-        getopt=False,
+        getopt=False, order="permute",
     ),
     "file": Rule(
         "-b --brief -c --checking-printout -E -e= --exclude= --exclude-quiet= -F= --separator= -f="
         " --files-from= -h --no-dereference -i --mime --mime-type --mime-encoding -k --keep-going -l"
         " --list -L --dereference -m= --magic-file= -N --no-pad -n --no-buffer -0 --print0"
-        " -P= --parameter= -r --raw -s --special-files -z --uncompress -Z"
+        " -P= --parameter= -r --raw -z --uncompress -Z"
         " --uncompress-noreport --extension --apple -d -v --version --help"
     ),
     "rg": Rule(
@@ -634,7 +295,8 @@ _TABLE: dict[str, Rule] = {
         " --multiline-dotall --stats -q --quiet --trim --vimgrep -0 --null -a --text --type-list"
         " --max-filesize= -p --pretty -H --with-filename -I --no-filename --no-messages --passthru -j="
         " --threads= -M= --max-columns= --max-columns-preview -E= --encoding= --ignore-file="
-        " --no-config -b --byte-offset --engine="
+        " --no-config -b --byte-offset --engine=",
+        order="permute", reads=True,
     ),
     "free": Rule(
         "-b -k -m -g --bytes --kilo --mega --giga --tera --peta --kibi --mebi --gibi --tebi --pebi -h"
@@ -649,13 +311,14 @@ _TABLE: dict[str, Rule] = {
     "lsof": Rule(
         "-a -b -c= -d= -g=? -i=? -l -n -N -O -P -p= -R -s=? -t -u= -U -V -w -x=? -F=? -K=? -M -S=? -T=?"
         " -X -E -h -o=?",
-        plus="+D= +d=",
+        plus="+D= +d=", order="stop", optional_next=True, check=_check_lsof,
     ),
     "ss": Rule(
         "-a --all -l --listening -t --tcp -u --udp -x --unix -w --raw -n --numeric -r --resolve -p"
         " --processes -e --extended -m --memory -o --options -i --info -s --summary -4 --ipv4 -6 --ipv6"
         " -0 --packet -H --no-header -O --oneline -Z --context -z --contexts -b --bpf -M --mptcp -S"
-        " --sctp --tipc -f= --family= -A= --query= --socket="
+        " --sctp --tipc -f= --family= -A= --query= --socket=",
+        check=_check_ss,
     ),
     "netstat": Rule(
         "-a --all -t --tcp -u --udp -w --raw -x --unix -l --listening -n --numeric --numeric-hosts"
@@ -664,11 +327,7 @@ _TABLE: dict[str, Rule] = {
         " --protocol= -N --symbolic -C -F -T --notrim", 0,
     ),
     "ping": Rule("-c= -w= -W= -n -q -4 -6", 1, check=_check_ping),
-    "git": Rule(
-        "-C= --no-pager -P --no-optional-locks --literal-pathspecs --glob-pathspecs --noglob-pathspecs"
-        " --icase-pathspecs --no-replace-objects --version",
-        subcommands=_GIT,
-    ),
+    "git": GIT_RULE,
     "docker": Rule(bare=False, subcommands={
         "ps": _DOCKER_PS,
         "images": _DOCKER_IMAGES,

@@ -9,13 +9,22 @@ Invariants:
   `delegate_guard`, whether or not a workbench exists; a non-delegating spec gets `whitelist_guard` for
   the hands-on tools its `allowed_tools` do not grant. One wall per spec, one wording.
 - The coordinator's glance Bash is judged by `flower.core.glance.is_ephemeral`, the same predicate that
-  expires its results on resume (S-8).
+  expires its results on resume (S-8); the wall adds the Bash call's working directory, so a word
+  naming a FIFO or a symlink to a device is refused too. A glance never runs in the background (it
+  would outlive the Bash timeout), and a glance's git commands run with the repository's programs
+  pinned off: the hook returns the hardened command as `updatedInput` (checked end to end: the CLI
+  runs the rewritten command, and the transcript keeps the model's own). A `timeout` over
+  `GLANCE_TIMEOUT_MS` is lowered to it the same way.
+- MCP tools (S-8, issue #16): on a walled main thread every `mcp__*` tool is denied except the ones the
+  spec lists in `glance_tools` (read-only by the spec's word). The wall is keyed on the tool name's
+  prefix, not on a list of known tools, so a server added later is walled too.
 - Nested delegation (L-1): agent types listed in `leads` are walled like the main thread, so a sub-lead
   that dispatches further subagents stays hands-off too.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,12 +39,15 @@ __all__ = [
     "Hooks",
     "approve_subagents",
     "delegate_guard",
+    "mcp_guard",
     "merge_hooks",
     "spec_guards",
     "whitelist_guard",
 ]
 
 HANDS_ON = ("Bash", "Write", "Edit", "NotebookEdit")
+GLANCE_TIMEOUT_MS = 120_000
+"""The longest a glance may run (the Bash tool's default timeout); a longer `timeout` is lowered to it."""
 Hooks = dict[str, list[HookMatcher]]
 
 
@@ -74,17 +86,48 @@ def delegate_guard(
         if not _on_main(input_data, lead_types):
             return {}
         if input_data.get("tool_name") == "Bash" and allow_glance:
-            # Imported on the first Bash call: the shell parser's tables cost ~150 ms to build.
-            from flower.core.glance import describe_refusal, is_ephemeral
-
-            command = str((input_data.get("tool_input") or {}).get("command", ""))
-            if is_ephemeral(command):
-                return {}
-            why = describe_refusal(command) or "not a read-only query"
-            return _deny(reason + texts.GLANCE_REFUSAL.format(why=why))
+            return _glance(input_data, reason)
         return _deny(reason)
 
     return HookMatcher(matcher="|".join(HANDS_ON), hooks=[guard])
+
+
+def _glance(input_data: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """Let a main-thread Bash glance run (git pinned), or deny it with the reason it is not one."""
+    # Imported on the first Bash call: the shell parser's tables cost ~150 ms to build.
+    from flower.core.glance import describe_refusal, harden_git
+    from flower.core.glance_git import filter_pins
+
+    tool_input = dict(input_data.get("tool_input") or {})
+    command = str(tool_input.get("command", ""))
+    if tool_input.get("run_in_background"):
+        return _deny(reason + texts.GLANCE_REFUSAL.format(why=texts.GLANCE_WHY["background"]))
+    cwd = input_data.get("cwd")
+    cwd = str(cwd) if cwd else None
+    why = describe_refusal(command, cwd=cwd)
+    if why is not None:
+        return _deny(reason + texts.GLANCE_REFUSAL.format(why=why))
+    updated = dict(tool_input)
+    updated["command"] = harden_git(command, lambda directory: filter_pins(os.path.join(cwd or ".", directory)))
+    timeout = tool_input.get("timeout")
+    if isinstance(timeout, (int, float)) and timeout > GLANCE_TIMEOUT_MS:
+        updated["timeout"] = GLANCE_TIMEOUT_MS  # a glance is quick; it may not ask to wait ten minutes
+    if updated == tool_input:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
+
+
+def mcp_guard(glance_tools: Collection[str] = (), *, leads: Collection[str] = ()) -> HookMatcher:
+    """Deny every MCP tool (`mcp__*`) on the main thread (and in `leads`) except `glance_tools`."""
+    allowed, lead_types = frozenset(glance_tools), frozenset(leads)
+
+    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+        tool = str(input_data.get("tool_name") or "")
+        if not tool.startswith("mcp__") or tool in allowed or not _on_main(input_data, lead_types):
+            return {}
+        return _deny(texts.MCP_DENIAL.format(tool=tool))
+
+    return HookMatcher(matcher=None, hooks=[guard])
 
 
 def whitelist_guard(allowed: Iterable[str], *, name: str = "this agent") -> HookMatcher | None:
@@ -133,6 +176,7 @@ def merge_hooks(*groups: Mapping[Any, Iterable[HookMatcher]] | None) -> Hooks:
 def spec_guards(spec: AgentSpec, *, artifacts: str | Path | None = None) -> Hooks:
     """The walls a spec calls for, derived from the spec alone (B-1)."""
     if spec.delegate_only:
-        return {"PreToolUse": [delegate_guard(allow_glance=spec.glance, artifacts=artifacts, leads=spec.leads)]}
+        return {"PreToolUse": [delegate_guard(allow_glance=spec.glance, artifacts=artifacts, leads=spec.leads),
+                               mcp_guard(spec.glance_tools, leads=spec.leads)]}
     matcher = whitelist_guard(spec.allowed_tools, name=spec.name)
     return {"PreToolUse": [matcher]} if matcher else {}

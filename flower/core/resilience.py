@@ -10,7 +10,9 @@ Invariants:
 - The delays grow from `base` doubling up to `cap`, with full jitter; tests pass a tiny base.
 - While the endpoint refuses TCP connections, `wait_for_endpoint` probes it instead of burning attempts,
   for at most `RetryPolicy.probe_timeout` seconds, and reports once when it goes away and once when it is
-  back. The endpoint is `ANTHROPIC_BASE_URL`, else the default API host (`endpoint_of`).
+  back. The endpoint is `ANTHROPIC_BASE_URL`, else the default API host (`endpoint_of`); behind a proxy
+  the CLI would use for it (HTTPS_PROXY / HTTP_PROXY, minus NO_PROXY), the proxy is what is probed
+  (`probe_target`), since the endpoint itself may be unreachable directly while the CLI works fine.
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import anyio
 
-__all__ = ["DEFAULT_ENDPOINT", "Kind", "RetryPolicy", "classify", "endpoint_of", "endpoint_reachable",
-           "is_final", "wait_for_endpoint"]
+from flower.core import texts
+from flower.errors import ConfigError
+
+__all__ = ["DEFAULT_ENDPOINT", "Kind", "RetryPolicy", "WORKER_CUT_OFF", "classify", "endpoint_of",
+           "endpoint_reachable", "is_final", "probe_target", "redispatch_hook", "wait_for_endpoint",
+           "worker_cut_off"]
 
 DEFAULT_ENDPOINT = "https://api.anthropic.com"
 """Where the CLI sends requests when ANTHROPIC_BASE_URL is unset."""
@@ -43,7 +49,8 @@ _FINAL = re.compile(r"maximum number of turns|error_max_turns|max_turns|error_ma
 _FATAL = re.compile(r"authenticat|invalid.?request|invalid api key|permission|\bnot.?found|"
                     r"unauthori[sz]ed|forbidden|no conversation found", re.IGNORECASE)
 _TRANSIENT = re.compile(r"overloaded|connection|ECONNRESET|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|"
-                        r"EHOSTUNREACH|ENETUNREACH|getaddrinfo|socket|timed? ?out|timeout|"
+                        r"EHOSTUNREACH|ENETUNREACH|ENETDOWN|EPIPE|getaddrinfo|socket|hang up|fetch failed|"
+                        r"can.?t reach|cannot reach|timed? ?out|timeout|"
                         r"rate.?limit|server.?error|temporar|network|unavailable|api_error", re.IGNORECASE)
 _STATUS = re.compile(r"\b(4\d\d|5\d\d)\b")
 
@@ -83,12 +90,10 @@ class RetryPolicy:
     """Longest delay in seconds."""
     probe_timeout: float = 600.0
     """The probe's cap: how long to wait for the endpoint to accept connections again, in seconds."""
-    probe_interval: float = 0.5
+    probe_interval: float = 2.0
     """Seconds between two probes of a down endpoint."""
 
     def __post_init__(self) -> None:
-        from flower.errors import ConfigError
-
         if self.max_attempts < 1:
             raise ConfigError(f"RetryPolicy max_attempts must be at least 1, not {self.max_attempts}")
         for name in ("base", "cap", "probe_timeout", "probe_interval"):
@@ -104,6 +109,27 @@ class RetryPolicy:
 def endpoint_of(env: Mapping[str, str]) -> str:
     """The endpoint the CLI talks to: ANTHROPIC_BASE_URL, else the default API host."""
     return (env.get("ANTHROPIC_BASE_URL") or "").strip() or DEFAULT_ENDPOINT
+
+
+def probe_target(env: Mapping[str, str]) -> str:
+    """What to probe for the endpoint: the proxy the CLI would go through for it, else the endpoint."""
+    endpoint = endpoint_of(env)
+    parts = urlsplit(endpoint)
+    names = ("HTTPS_PROXY", "https_proxy") if parts.scheme == "https" else ("HTTP_PROXY", "http_proxy")
+    proxy = next((env[n] for n in names if env.get(n)), "")
+    no_proxy = env.get("NO_PROXY") or env.get("no_proxy") or ""
+    if proxy and not _bypassed(parts.hostname or "", no_proxy):
+        return proxy if "//" in proxy else f"http://{proxy}"
+    return endpoint
+
+
+def _bypassed(host: str, no_proxy: str) -> bool:
+    """NO_PROXY as curl and Node read it: `*`, a host, or a domain suffix (with or without a leading dot)."""
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        name = entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry
+        if entry == "*" or (name and (host.lower() == name.lstrip(".") or host.lower().endswith("." + name.lstrip(".")))):
+            return True
+    return False
 
 
 def endpoint_reachable(base_url: str | None, timeout: float = 2.0) -> bool:
@@ -142,3 +168,37 @@ async def wait_for_endpoint(
                 report("gone", time.monotonic() - started)
             return False
         await anyio.sleep(interval)
+
+
+# --- workers cut off by a transient API failure (issue #16 item 16) -----------------------------------------
+
+WORKER_CUT_OFF = "Agent terminated early"
+"""How the bundled CLI (2.1.332) begins the failed Agent tool result of a subagent whose API calls failed past
+its own retries: `Agent terminated early due to an API error: API Error: 529 Overloaded ...` (is_error;
+also `PostToolUseFailure.error` and the `task_updated`/`task_notification` messages; docs/sdk-notes.md)."""
+
+
+_CUT_OFF = re.compile(r'(?:Error: |Agent "[^"\n]*" failed: )?' + re.escape(WORKER_CUT_OFF))
+
+
+def worker_cut_off(text: object) -> bool:
+    """Whether a tool result, hook `error` or task-notification summary says a worker was cut off by an API
+    failure (a background worker's summary reads `Agent "<description>" failed: Agent terminated early ...`)."""
+    if isinstance(text, list):  # content blocks
+        text = "".join(b.get("text", "") for b in text if isinstance(b, dict))
+    return isinstance(text, str) and _CUT_OFF.match(text.lstrip()) is not None
+
+
+def redispatch_hook() -> Any:
+    """PostToolUseFailure callback for Agent: when a worker was cut off by an API failure, tell the thread
+    that dispatched it (coordinator or lead) that the work is not done and to dispatch it again."""
+
+    async def _redispatch(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+        error = input_data.get("error")
+        if not worker_cut_off(error):
+            return {}
+        reason = " ".join(str(error).split())[:300]
+        return {"hookSpecificOutput": {"hookEventName": "PostToolUseFailure",
+                                       "additionalContext": texts.WORKER_REDISPATCH.format(error=reason)}}
+
+    return _redispatch

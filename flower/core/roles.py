@@ -6,7 +6,8 @@ compiled (`flower.core.guard.spec_guards`).
 Invariants:
 - Workers are never downgraded: `model="inherit"` unless asked otherwise (S-1).
 - The coordinator's approved tools are exactly Agent, TodoWrite, Read, plus Bash when `glance` (gated by
-  the glance predicate), plus its workers' read-only web tools (S-6) — never Write or Edit.
+  the glance predicate), plus its workers' read-only web tools (S-6), plus the MCP tools it declares
+  read-only (`glance_tools`) — never Write or Edit.
 - The coordinator runs in `acceptEdits` mode by default: its own edits are walled by the hook, and its
   workers' file edits inside the workspace need no human to approve them in an unattended run.
 """
@@ -14,21 +15,36 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
 from flower.core import texts
+from flower.core.guard import merge_hooks
 from flower.core.spec import AgentSpec, Effort, PermissionMode, check_common, check_tools
 from flower.core.compact import CompactPolicy
 from flower.errors import ConfigError
 from flower.core.dispatch import mark_isolated
 
-__all__ = ["COORDINATOR_TOOLS", "WEB_TOOLS", "WORKER_TOOLS", "coordinator", "worker"]
+__all__ = ["COORDINATOR_TOOLS", "WEB_TOOLS", "WORKER_TOOLS", "ToolChannel", "coordinator", "worker"]
 
 COORDINATOR_TOOLS = ("Agent", "TodoWrite", "Read")
 WEB_TOOLS = ("WebFetch", "WebSearch")
 WORKER_TOOLS = ("Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "WebSearch")
+
+
+class ToolChannel(Protocol):
+    """What `coordinator(channel=...)` needs of a channel (`flower.human.HumanChannel` is one): its MCP
+    server and the full names of its tools, all safe on the main thread."""
+
+    @property
+    def tool_names(self) -> tuple[str, ...]: ...
+
+    def mcp_servers(self) -> Mapping[str, Any]: ...
+
+    def tool_env(self) -> Mapping[str, str]: ...
+
+    def hooks(self) -> Mapping[str, list[HookMatcher]]: ...
 
 
 def worker(
@@ -56,6 +72,9 @@ def worker(
     check_common(owner, model=model, effort=effort, max_turns=max_turns, permission_mode=permission_mode)
     if skills is not None and (isinstance(skills, str) or not all(isinstance(x, str) for x in skills)):
         raise ConfigError(f"{owner}: skills must be a list of skill names, not {skills!r}")
+    for flag, value in (("discipline", discipline), ("isolate", isolate)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{owner}: {flag} must be True or False, not {value!r}")
     body = prompt.strip() + ("\n\n" + texts.WORKER_RULES if discipline else "")
     definition = AgentDefinition(
         description=description.strip(),
@@ -90,8 +109,18 @@ def coordinator(
     env: Mapping[str, str] | None = None,
     leads: Sequence[str] = (),
     mcp_servers: Mapping[str, Any] | None = None,
+    glance_tools: Sequence[str] = (),
+    channel: ToolChannel | None = None,
 ) -> AgentSpec:
-    """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`."""
+    """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`.
+
+    `glance_tools` names the MCP tools (`mcp__server__tool`) that only read: the main thread may call
+    those itself (they join `allowed_tools`); every other MCP tool is denied there (S-8).
+
+    `channel` (a `HumanChannel`) gives the main thread its ask and inbox tools: its server joins
+    `mcp_servers`, its tools are approved and named glance-safe, so the main-thread wall lets them through
+    while it denies every other MCP tool. Asking is a main-thread act: a worker that needs a decision reports it.
+    """
     if not isinstance(workers, Mapping):
         raise ConfigError(f"coordinator {name!r}: workers must be a mapping of name -> worker(...), not "
                           f"{type(workers).__name__}")
@@ -106,6 +135,16 @@ def coordinator(
     if not isinstance(instructions, str):
         raise ConfigError(f"coordinator {name!r}: instructions must be a string, not {type(instructions).__name__}")
     allowed = list(COORDINATOR_TOOLS) + (["Bash"] if glance else []) + _merged_web_tools(workers)
+    if isinstance(glance_tools, str):
+        raise ConfigError(f"coordinator {name!r}: glance_tools must be a list of MCP tool names, not the string "
+                          f"{glance_tools!r}")
+    allowed += [tool for tool in glance_tools if tool not in allowed]
+    servers, extra_env = dict(mcp_servers or {}), dict(env or {})
+    if channel is not None:
+        allowed += [tool for tool in channel.tool_names if tool not in allowed]
+        servers.update(channel.mcp_servers())
+        extra_env = {**channel.tool_env(), **extra_env}
+        hooks = merge_hooks(channel.hooks(), hooks)
     return AgentSpec(
         name=name,
         instructions=texts.COORDINATOR_RULES + "\n\n" + instructions.strip(),
@@ -116,12 +155,13 @@ def coordinator(
         max_budget_usd=max_budget_usd,
         permission_mode=permission_mode,
         agents=dict(workers),
-        mcp_servers=dict(mcp_servers or {}),
+        mcp_servers=servers,
         hooks=hooks,
         compact=compact,
-        env=dict(env or {}),
+        env=extra_env,
         glance=glance,
         delegate_only=True,
         workbench=True,
         leads=tuple(leads),
+        glance_tools=tuple(glance_tools) + (tuple(channel.tool_names) if channel is not None else ()),
     )

@@ -19,8 +19,10 @@ Invariants:
   write is degraded, lands in `errors`, and two degraded in a row stop the step.
 - The window follows the model in use (the session's init message and replies), and a real overflow caps
   it for the rest of the run (`HandoffPolicy.resolve_window`).
-- Cost: the CLI's `total_cost_usd` is cumulative per session (resumes included), so an attempt costs its
-  last total minus what that session had cost before it.
+- Cost: the CLI's `total_cost_usd` is cumulative within one CLI process, starting from the session's
+  last `cost-state` line when it resumes one, so an attempt costs its last total minus the `cost-state`
+  the resumed transcript holds (what the store gives the CLI; usually none, as the store misses a
+  ClaudeSDKClient session's last lines).
 - A 401/403 the CLI starts retrying stops the attempt at once; every error that ends a step on the API's
   side names the endpoint (ANTHROPIC_BASE_URL or the default host).
 """
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import secrets
 import time
@@ -44,11 +45,15 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeSDKClient,
     HookMatcher,
+    project_key_for_directory,
     ResultMessage,
     SessionStore,
     SystemMessage,
+    TaskNotificationMessage,
     TextBlock,
+    ToolResultBlock,
     ToolUseBlock,
+    UserMessage,
 )
 
 from flower.core import texts
@@ -66,14 +71,24 @@ from flower.core.handoff import (
     parse_handoff,
     save_handoff,
 )
-from flower.core.resilience import RetryPolicy, classify, endpoint_of, is_final, wait_for_endpoint
+from flower.core.resilience import (
+    RetryPolicy,
+    classify,
+    endpoint_of,
+    endpoint_reachable,
+    is_final,
+    probe_target,
+    redispatch_hook,
+    wait_for_endpoint,
+    worker_cut_off,
+)
 from flower.core.rundir import make_run_dir
 from flower.core.steps import StepResult, append_manifest
-from flower.core.stream import EventStream
-from flower.core.tracing import traced
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
 from functools import partial
 from flower.core.dispatch import Rewrite, check_isolation, dispatch_guard, isolated_types, isolation_input
+from flower.core.stream import EventStream
+from flower.core.tracing import traced
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
@@ -91,7 +106,7 @@ class _Attempt:
     status: int | None = None
     cost: float = 0.0
     base_cost: float = 0.0
-    """What this session had cost before this attempt (the CLI's total is cumulative per session)."""
+    """The total the CLI starts this attempt's process from (the resumed transcript's last cost-state)."""
     turns: int = 0
     crossed: bool = False
     stopped: bool = False
@@ -103,6 +118,14 @@ class _Attempt:
     fatal: bool = False
     """Retrying cannot help: the CLI was retrying an error that cannot pass (401/403), or the failure is
     deterministic (stored data that cannot be read, a refused path)."""
+    cut: bool = False
+    """The runtime stopped the CLI's own retries: a 401/403 cannot pass, and a down endpoint is the
+    runtime's to wait for (with reports), not the CLI's to retry blindly for minutes."""
+    tasks: set[Any] = field(default_factory=set)
+    worker_errors: list[str] = field(default_factory=list)
+    """Workers cut off by a transient API failure (their dispatcher was told to dispatch them again)."""
+    cut_off: set[str] = field(default_factory=set)
+    """Agent call ids already recorded in `worker_errors` (a result and a task notification both say it)."""
 
 
 @dataclass
@@ -127,6 +150,7 @@ class _Tally:
         self.turns += attempt.turns
         if attempt.error:
             self.errors.append(attempt.error)
+        self.errors.extend(attempt.worker_errors)
 
     def observe(self, event: Event) -> None:
         """Count failed tool calls (main thread and subagents), keeping the last few for the result."""
@@ -212,8 +236,6 @@ class Runtime:
         """The model the last session reported (init message, then its replies)."""
         self._calibrated: int | None = None
         """The smallest window a real overflow showed in this run."""
-        self._session_costs: dict[str, float] = {}
-        """The CLI's cumulative cost per session id, as last reported."""
 
     def _make_store(self, store: SessionStore | None, project: str | None, **policies: Any) -> SessionStore:
         """The rewriting layer over the injected store (SQLite in run_dir by default); with `project`, every
@@ -254,8 +276,6 @@ class Runtime:
                                                     "model": spec.model, "run_id": self.run_id}))
         meter = ContextMeter()
         tally = _Tally()
-        if resume is not None and resume not in self._session_costs:
-            self._session_costs[resume] = self._recorded_cost(resume)
         session, last = await self._drive(spec, prompt, step, resume, fork, meter, tally, on_event)
         result = StepResult(
             step=step, session_id=session, ok=last.error is None and last.result is not None,
@@ -382,10 +402,13 @@ class Runtime:
 
     async def _retry(self, attempt: _Attempt, tally: _Tally, on_event: OnEvent | None) -> bool:
         kind = "fatal" if attempt.fatal else classify(attempt.error, attempt.status)
+        if is_context_overflow(attempt.error):  # generations are off: the same session cannot fit again
+            kind = "fatal"
         tally.failures += 1
         endpoint = endpoint_of(self._cli_env())
         if self.retry is None or kind == "fatal" or tally.failures >= self.retry.max_attempts:
-            if not is_final(attempt.error) and endpoint not in (attempt.error or ""):
+            api_side = attempt.status is not None or "API Error" in (attempt.error or "") or kind != "fatal"
+            if api_side and not is_final(attempt.error) and endpoint not in (attempt.error or ""):
                 attempt.error = f"{attempt.error} (endpoint {endpoint})"
             return False
         delay = self.retry.delay(tally.failures)
@@ -396,15 +419,17 @@ class Runtime:
             "kind": kind, "delay": delay, "attempt": number, "max_attempts": most, "endpoint": endpoint}))
         await anyio.sleep(delay)
         timeout = self.retry.probe_timeout
+        target = probe_target(self._cli_env())
 
         def report(state: str, seconds: float) -> None:
-            words = {"down": f"endpoint {endpoint} is unreachable: probing it for up to {timeout:.0f}s",
+            via = f" (through the proxy {target})" if target != endpoint else ""
+            words = {"down": f"endpoint {endpoint} is unreachable{via}: probing it for up to {timeout:.0f}s",
                      "back": f"endpoint {endpoint} is back after {seconds:.0f}s",
                      "gone": f"endpoint {endpoint} still unreachable after {seconds:.0f}s: giving up"}
             emit(on_event, Event("system", words[state], payload={
                 "subtype": f"endpoint_{state}", "endpoint": endpoint, "seconds": round(seconds, 1)}))
 
-        if await wait_for_endpoint(endpoint, timeout=timeout, interval=self.retry.probe_interval, report=report):
+        if await wait_for_endpoint(target, timeout=timeout, interval=self.retry.probe_interval, report=report):
             return True
         attempt.error = f"endpoint {endpoint} did not accept connections for {timeout:.0f}s; last error: {attempt.error}"
         return False
@@ -443,7 +468,7 @@ class Runtime:
         self, spec: AgentSpec, message: str, resume: str | None, fork: bool, meter: ContextMeter,
         tally: _Tally, on_event: OnEvent | None,
     ) -> _Attempt:
-        attempt = _Attempt(session_id=resume, base_cost=self._session_costs.get(resume or "", 0.0))
+        attempt = _Attempt(session_id=resume, base_cost=await self._restored_cost(resume))
         seen_calls: set[str] = set()
         threshold = self.threshold(spec)
         stop_hook = self._stop_hook(attempt, seen_calls) if threshold is not None else None
@@ -478,7 +503,10 @@ class Runtime:
         endpoint = endpoint_of(self._cli_env())
         async for msg in client.receive_response():
             if attempt.session_id is None:
-                attempt.session_id = getattr(msg, "session_id", None)
+                attempt.session_id = getattr(msg, "session_id", None) or _init_session(msg)
+                if attempt.session_id is not None:  # the instant it is known, so a workflow can record it (L-7)
+                    emit(on_event, Event("system", "session", payload={"subtype": "session",
+                                                                        "session_id": attempt.session_id}))
             for event in to_events(msg):
                 if event.kind == "retry":  # the CLI's own retries: say where they go
                     event = replace(event, payload={**event.payload, "endpoint": endpoint})
@@ -488,7 +516,7 @@ class Runtime:
                 if msg.subtype == "init" and isinstance(msg.data.get("model"), str):
                     self._use_model(spec, msg.data["model"], on_event)
                 elif msg.subtype == "api_retry":
-                    self._stop_if_fatal(client, attempt, msg.data, endpoint)
+                    await self._stop_cli_retries(client, attempt, msg.data, endpoint)
             elif isinstance(msg, AssistantMessage) and msg.parent_tool_use_id is None and msg.model != "<synthetic>":
                 self._use_model(spec, msg.model, on_event)
                 if meter.observe(msg.message_id, msg.usage) and generations:
@@ -496,6 +524,29 @@ class Runtime:
                 seen_calls.update(b.id for b in msg.content if isinstance(b, ToolUseBlock))
             elif isinstance(msg, ResultMessage):
                 self._settle(attempt, msg)
+            if isinstance(msg, UserMessage) and isinstance(msg.content, list):
+                for block in msg.content:
+                    if isinstance(block, ToolResultBlock) and block.is_error and worker_cut_off(block.content):
+                        self._worker_cut_off(attempt, on_event, block.tool_use_id, block.content,
+                                             msg.parent_tool_use_id)
+            elif isinstance(msg, TaskNotificationMessage) and msg.status == "failed" and worker_cut_off(msg.summary):
+                self._worker_cut_off(attempt, on_event, msg.tool_use_id or msg.task_id, msg.summary, None)
+
+    @staticmethod
+    def _worker_cut_off(attempt: _Attempt, on_event: OnEvent | None, call: str, content: Any,
+                        parent: str | None) -> None:
+        """A worker cut off by an API failure past the CLI's retries ends its Agent call with an error
+        (foreground: the tool result; background: a task notification) and the run would go on as if nothing
+        happened: record it once per call and say so (issue #16 item 16)."""
+        if call in attempt.cut_off:
+            return
+        attempt.cut_off.add(call)
+        text = content if isinstance(content, str) else " ".join(
+            b.get("text", "") for b in content or [] if isinstance(b, dict))
+        line = f"worker cut off ({call}): {' '.join(text.split())}"
+        attempt.worker_errors.append(line)
+        emit(on_event, Event("error", line, payload={"subtype": "worker_cut_off", "tool_use_id": call,
+                                                     "parent_tool_use_id": parent}))
 
     def _use_model(self, spec: AgentSpec, model: str, on_event: OnEvent | None) -> None:
         """The session reported the model it runs: the window follows it; say so when it is not the spec's."""
@@ -513,17 +564,28 @@ class Runtime:
                                  payload={"subtype": "window", "model": model, "window": self.window(spec),
                                           "threshold": after}))
 
-    def _stop_if_fatal(self, client: ClaudeSDKClient, attempt: _Attempt, data: Mapping[str, Any],
-                       endpoint: str) -> None:
-        """The CLI retries a 401/403 for minutes; it cannot pass, so stop the attempt now."""
+    async def _stop_cli_retries(self, client: ClaudeSDKClient, attempt: _Attempt, data: Mapping[str, Any],
+                                endpoint: str) -> None:
+        """The CLI retries a 401/403 for minutes though it cannot pass, and a refused connection for minutes
+        in silence: stop the attempt at its first retry. A 401/403 ends the step; a down endpoint goes to the
+        runtime's probe, which says when it is gone and when it is back."""
         status = data.get("error_status")
-        if attempt.fatal or (status not in (401, 403) and data.get("error") != "authentication_failed"):
+        if attempt.cut:
             return
-        attempt.fatal = True
-        attempt.status = status if isinstance(status, int) else 401
-        attempt.error = (f"API Error: {attempt.status} {data.get('error') or 'authentication failed'}: "
-                         f"{endpoint} refused the credentials (check ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)")
-        asyncio.get_running_loop().create_task(client.interrupt())
+        if status in (401, 403) or data.get("error") == "authentication_failed":
+            attempt.status = status if isinstance(status, int) else 401
+            attempt.error = (f"API Error: {attempt.status} {data.get('error') or 'authentication failed'}: "
+                             f"{endpoint} refused the credentials (check ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)")
+            attempt.fatal = True
+        elif status is None and self.retry is not None \
+                and not await anyio.to_thread.run_sync(endpoint_reachable, probe_target(self._cli_env()), 2.0):
+            attempt.error = f"API Error: connection to {endpoint} failed: it does not accept connections"
+        else:
+            return
+        attempt.cut = True
+        task = asyncio.get_running_loop().create_task(client.interrupt())
+        attempt.tasks.add(task)
+        task.add_done_callback(attempt.tasks.discard)
 
     def _watch(self, spec: AgentSpec, meter: ContextMeter, attempt: _Attempt, on_event: OnEvent | None) -> None:
         """Mark the crossing, and warn once when the context first comes near it."""
@@ -540,21 +602,32 @@ class Runtime:
                                           "threshold": threshold}))
 
     def _account(self, attempt: _Attempt, msg: ResultMessage) -> None:
-        """Cost and turns of one query. `total_cost_usd` is the session's running total (SDK-FACTS §10,
-        checked in tests/e2e/test_generations_e2e.py), so the attempt's cost is the total minus the base."""
+        """Cost and turns of one query. `total_cost_usd` is the CLI process's running total from the restored
+        base (docs/sdk-notes.md), so the attempt's cost is its last total minus the base."""
         attempt.turns += msg.num_turns
         total = msg.total_cost_usd
         if total is None:
             return
         attempt.cost = total - attempt.base_cost if total >= attempt.base_cost else total
-        if msg.session_id:
-            self._session_costs[msg.session_id] = total
+
+    async def _restored_cost(self, session: str | None) -> float:
+        """The last `cost-state` total of the transcript a resume hands the CLI (0 for a new session)."""
+        if session is None:
+            return 0.0
+        key = {"project_key": project_key_for_directory(str(self.workspace)), "session_id": session}
+        try:
+            entries = await self.store.load(key) or []  # type: ignore[arg-type]
+        except Exception:  # the resume itself will report a broken store
+            return 0.0
+        totals = [e.get("totalCostUSD") for e in entries if isinstance(e, Mapping) and e.get("type") == "cost-state"]
+        known = [t for t in totals if isinstance(t, (int, float))]
+        return float(known[-1]) if known else 0.0
 
     def _settle(self, attempt: _Attempt, msg: ResultMessage) -> None:
         attempt.result = msg
         attempt.session_id = msg.session_id or attempt.session_id
         self._account(attempt, msg)
-        if attempt.fatal:
+        if attempt.cut:  # the runtime stopped this attempt and already said why
             return
         if self._interrupt is not None and msg.subtype == "error_during_execution":
             attempt.interrupted = True
@@ -632,6 +705,7 @@ class Runtime:
             spill_guard(wb, self.spill_threshold) if wb is not None else None,
             {"PostToolUse": [stop_hook]} if stop_hook is not None else None,
             {"PreToolUse": [approve_subagents(leads=spec.leads)]},
+            {"PostToolUseFailure": [HookMatcher(matcher="Agent|Task", hooks=[redispatch_hook()])]},
         )
         options = build_options(
             spec, cwd=self.workspace, session_store=self.store, resume=resume, fork=fork,
@@ -649,20 +723,8 @@ class Runtime:
             "policies": self._policies,
             "window": self.window(spec),
             "model": self._model,
-            "session_cost_usd": self._session_costs.get(result.session_id or ""),
         }
         append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result), **where})
-
-    def _recorded_cost(self, session_id: str) -> float:
-        """The cumulative cost a session had at its last recorded step (0 when this run dir never saw it)."""
-        path = self.run_dir / "manifest.json"
-        try:
-            rows = json.loads(path.read_text()).get("steps", []) if path.exists() else []
-        except (OSError, ValueError):
-            return 0.0
-        costs = [r.get("session_cost_usd") for r in rows if isinstance(r, dict) and r.get("session_id") == session_id]
-        known = [c for c in costs if isinstance(c, (int, float))]
-        return float(known[-1]) if known else 0.0
 
 
 def rewrite_policies(store: Any) -> dict[str, Any]:
@@ -674,6 +736,13 @@ def rewrite_policies(store: Any) -> dict[str, Any]:
         "ephemeral": {"keep_recent": ephemeral.keep_recent} if ephemeral else None,
         "keep_denials": getattr(store, "keep_denials", 1),
     }
+
+
+def _init_session(msg: Any) -> str | None:
+    """The session id of the CLI's init frame: known before the first API reply."""
+    data = getattr(msg, "data", None) if getattr(msg, "subtype", None) == "init" else None
+    sid = data.get("session_id") if isinstance(data, dict) else None
+    return sid if isinstance(sid, str) and sid else None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

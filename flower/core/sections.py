@@ -22,7 +22,18 @@ import re
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Heading", "Sections", "headings", "parse_sections", "render_sections", "section_key"]
+__all__ = [
+    "Heading",
+    "Labelled",
+    "Sections",
+    "first_nonempty",
+    "headings",
+    "labelled_sections",
+    "parse_sections",
+    "render_sections",
+    "section_key",
+    "unfenced_lines",
+]
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
@@ -139,3 +150,120 @@ def render_sections(doc: Sections, level: int | None = None) -> str:
         marks = "#" * (level or doc.level(key))
         parts.append(f"{marks} {doc.title(key)}\n\n{doc[key]}".rstrip())
     return "\n\n".join(parts) + "\n"
+
+
+# --- labelled sections: the forms a model writes them in (SPEC L-9) ---------------------------------------
+# Briefs, goals and verdicts come back from a model, which writes "## Goal", "**Goal**", "Goal:", "3. Goal"
+# or "目标：...". `labelled_sections` reads all of these, for a fixed set of sections named by aliases.
+# Invariants (on top of the module's): fenced code is removed from the bodies, and an unclosed fence drops
+# everything after it (a truncated reply must come back incomplete, not with a half code block as content);
+# a line only starts a section when it is marked as a heading (`#`, bold, a colon after the label, or the
+# label alone on its line, optionally numbered), so a body line that merely begins with a label word stays
+# content; aliases are tried longest first ("未知与假设" before "未知"); any other ATX heading ends the
+# section before it (its text is outside every known section and is dropped); horizontal rules are dropped.
+
+_HRULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_NUMBER = r"(?:\d{1,3}[ \t]*[.、)）][ \t]*)?"
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """One labelled section of a document, in the order it appears."""
+
+    key: str
+    """The canonical name the alias belongs to."""
+    title: str
+    """The heading line as written, stripped."""
+    body: str
+    """Its text: fenced code removed, horizontal rules dropped, blank runs collapsed, stripped."""
+
+
+def unfenced_lines(text: str) -> list[str]:
+    """The lines of `text` outside fenced code blocks; an unclosed fence drops the rest of the text."""
+    kept: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines():
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
+                    and not opened.group(2).strip():
+                fence = None
+            continue
+        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+            fence = opened.group(1)
+            continue
+        kept.append(line)
+    return kept
+
+
+def _label_pattern(aliases: Mapping[str, Collection[str]]) -> tuple[re.Pattern[str], dict[str, str]]:
+    owner = {alias.strip().lower(): key for key, names in aliases.items() for alias in names if alias.strip()}
+    ordered = sorted(owner, key=len, reverse=True)
+    alternation = "|".join(re.escape(alias) for alias in ordered) or r"(?!x)x"
+    pattern = re.compile(
+        r"^ {0,3}(?P<atx>#{1,6}[ \t]*)?" + _NUMBER + r"(?P<bold>\*\*|__)?[ \t]*"
+        r"(?P<label>" + alternation + r")(?!\w)[ \t]*(?P<close>\*\*|__)?[ \t]*(?P<colon>[:：])?[ \t]*"
+        r"(?P<close2>\*\*|__)?[ \t]*(?P<rest>.*)$",
+        re.IGNORECASE,
+    )
+    return pattern, owner
+
+
+def _heading_body(match: re.Match[str]) -> str | None:
+    """The body text on a heading line ("" when none), or None when the line is not a heading."""
+    if match.group("bold") is None and (match.group("close") or match.group("close2")):
+        return None  # "Goal**:": a closing bold with no opening one is text, not a heading
+    rest = match.group("rest").strip()
+    if _HEADING.match(rest) or _HRULE.match(rest) or _FENCE.match(rest):
+        rest = ""  # "Goal: # x", "Goal: ---", "Goal: ```": not body text (on a line of its own it would not be)
+    bold = match.group("bold") is not None and (match.group("close") or match.group("close2")) is not None
+    if match.group("colon"):
+        return rest
+    if bold:
+        return rest
+    if match.group("atx") and (not rest or rest[0] in "([（【-–—"):
+        return ""  # "## Goal (what we want)": the rest is part of the heading
+    return "" if not rest else None
+
+
+def _clean(lines: list[str]) -> str:
+    text = "\n".join(line for line in lines if not _HRULE.match(line))
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def labelled_sections(text: str, aliases: Mapping[str, Collection[str]]) -> list[Labelled]:
+    """Every section of `text` whose heading names one of `aliases` (canonical key -> its names, any case),
+    in order; text outside them is dropped. See the invariants above."""
+    pattern, owner = _label_pattern(aliases)
+    found: list[Labelled] = []
+    current: tuple[str, str, list[str]] | None = None
+
+    def close() -> None:
+        if current is not None:
+            found.append(Labelled(current[0], current[1], _clean(current[2])))
+
+    for line in unfenced_lines(text):
+        match = pattern.match(line)
+        body = _heading_body(match) if match else None
+        if match is not None and body is not None:
+            inner = pattern.match(body) if body else None
+            if inner is not None and _heading_body(inner) is not None:
+                body = ""  # "Goal: Bounds:" carries no body text, only another label
+            close()
+            current = (owner[match.group("label").lower()], line.strip(), [body] if body else [])
+        elif _HEADING.match(line) and not _HRULE.match(line):
+            close()
+            current = None
+        elif current is not None:
+            current[2].append(line)
+    close()
+    return found
+
+
+def first_nonempty(sections: list[Labelled]) -> dict[str, str]:
+    """Canonical key -> the body of its first non-empty section (a repeated section never overrides)."""
+    chosen: dict[str, str] = {}
+    for section in sections:
+        if section.body and section.key not in chosen:
+            chosen[section.key] = section.body
+    return chosen

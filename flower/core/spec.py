@@ -126,6 +126,8 @@ class AgentSpec:
     """Agent types walled like the main thread: sub-leads that dispatch further subagents (L-1)."""
     lean: bool = True
     """Leave out the CLI's optional built-in tools that neither this spec nor its agents names."""
+    glance_tools: tuple[str, ...] = ()
+    """MCP tools (full names, mcp__server__tool) that only read: allowed on a walled main thread; every other MCP tool is denied there (S-8)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -171,3 +173,8 @@ class AgentSpec:
         if isinstance(self.leads, str) or not isinstance(self.leads, (list, tuple)):
             raise ConfigError(f"{owner}: leads must be a list of agent names, not {self.leads!r}")
         self.leads = tuple(self.leads)
+        if isinstance(self.glance_tools, str) or not isinstance(self.glance_tools, (list, tuple)) or not all(
+                isinstance(tool, str) and tool.startswith("mcp__") for tool in self.glance_tools):
+            raise ConfigError(f"{owner}: glance_tools must be a list of MCP tool names (mcp__server__tool), "
+                              f"not {self.glance_tools!r}"[:300])
+        self.glance_tools = tuple(self.glance_tools)

@@ -58,6 +58,13 @@ GLANCE_WHY = {
     "expansion": "`{what}` would be expanded by the shell, so it cannot be checked",
     "script": "the {what} program could write files or run commands",
     "word": "`{what}` is refused in any glance",
+    "device": "`{what}` names a device, pipe or socket that may never end",
+    "network": "`{what}` could reach the network",
+    "loop": "the {what} program could run without end or eat memory",
+    "endless": "`{what}` could run without end or eat memory",
+    "revision": "`{what}` needs a revision (without one it reads stdin)",
+    "outside": "`{what}` leaves the workspace",
+    "background": "a glance may not run in the background (it would outlive the Bash timeout)",
 }
 
 # S-7: a non-delegating spec's hands-on tool that its allowed_tools do not grant.
@@ -179,4 +186,175 @@ RESUME_AFTER_ERROR = (
 RESUME_AFTER_INTERRUPT = (
     "The run was interrupted on purpose. A call that was cancelled by the interruption is not a fault: "
     "it may have run in part, so check its effect before repeating it, then continue.{message}"
+)
+
+# S-8, issue #16: an MCP tool the coordinator's spec does not declare read-only (`glance_tools`).
+MCP_DENIAL = (
+    "{tool} is not available on the coordinator's main thread: only MCP tools its spec declares "
+    "read-only run here. Dispatch a subagent with the Agent tool to use it."
+)
+
+# --- the human channel (L-8) ------------------------------------------------------------------
+# Tool descriptions: they ride in the tool listing of every main-thread request that offers them.
+ASK_TOOL = (
+    "Ask the human a question and wait for the answer. Only for a decision you cannot make yourself and "
+    "that changes the work; give options when there are a few clear choices. The answer may not come: "
+    "then decide yourself and record the assumption."
+)
+INBOX_TOOL = (
+    "Read messages the human sent during the run (corrections, new requirements). Returns at once; "
+    "call it between pieces of work."
+)
+# What the model sees as the ask tool's result, by state. {answer}: the human's words.
+ASK_ANSWERED = "The human answered: {answer}"
+ASK_OVER_BUDGET = (
+    "[flower: no more questions in this run. Decide yourself, write the open points and the assumptions "
+    "you adopt under Unknowns and assumptions, and continue.]"
+)
+ASK_TIMEOUT = (
+    "[flower: nobody answered in time. Continue on your own judgment; record the question and the "
+    "assumption you adopt under Unknowns and assumptions. Do not ask it again and do not wait.]"
+)
+ASK_DECLINED = (
+    "[flower: the human skipped this question.{reason} Decide yourself and record the assumption you "
+    "adopt.]"
+)
+ASK_INVALID = "[flower: the question was empty. Write the question out in full, or decide yourself.]"
+# The inbox tool's result.
+INBOX_EMPTY = "[flower: the inbox is empty; keep working.]"
+INBOX_HEAD = "The human sent {count} message(s) during the run:"
+INBOX_SAVED = "They were appended to the brief at {path}; it stays the reference for this requirement."
+INBOX_NOT_SAVED = (
+    "[flower: these messages are NOT saved anywhere: they live only in this conversation and are lost at "
+    "the next step. Write what matters to a note now.]"
+)
+
+# --- documents: brief, goal, verdict (L-9, L-10) ----------------------------------------------
+# The note under a frozen brief's title; the brief is read by people and by the agents of later steps.
+BRIEF_NOTE = (
+    "> Frozen by flower's clarify step. Edit this file to change the requirement; delete it to clarify again."
+)
+GOAL_NOTE = "> Set by flower's goal step; the judge checks every item. Edit this file to change the goal."
+# What an empty section shows in a written document (read back as empty).
+NOT_FILLED = "(not filled)"
+# A goal check the judge cannot verify in this environment starts with this marker.
+UNVERIFIABLE_MARK = "[cannot verify here"
+# Sent to the worker's resumed session when the judge says the goal is not achieved yet.
+VERDICT_FEEDBACK = (
+    "The last round did NOT achieve the goal. The judge's reason: {reason}\n"
+    "Items that failed:\n{failed}\n"
+    "Continue from where you are: close only these gaps; do not start over and do not widen the scope."
+)
+VERDICT_NO_REASON = "the judge gave no clear verdict, so the goal counts as not achieved"
+
+# --- clarify (L-9) ---------------------------------------------------------------------------
+# The clarifier's role, appended to its system prompt. It cannot write: the wall is a hook, this only explains.
+CLARIFY_RULES = """\
+## Your job: clarify the request before any work starts
+Find out what is wanted; do not do the work. You can read the workspace, but you cannot write files or run
+commands. Look things up yourself first; ask the human (the ask tool) only what you cannot find out, one clear
+question at a time, with options when there are a few choices. Then reply with the brief and nothing else, in
+these four sections:
+## Goal
+What should exist or be true at the end, in a few sentences.
+## Acceptance criteria
+How anyone can tell it is done: concrete, checkable items.
+## Bounds
+What is out of scope or must not change.
+## Unknowns and assumptions
+What stayed open, and the assumption adopted for each.
+Paste no code and no file contents; name files by path."""
+CLARIFY_PROMPT = "The request to clarify:\n\n{request}"
+CLARIFY_MISSING = (
+    "The brief is incomplete: {missing} missing or empty. Reply with the whole brief again, all four sections "
+    "filled (write the assumption you adopt where something is unknown)."
+)
+CLARIFY_RESUME = (
+    "Continue the clarification where it stopped; it is not a restart. Do not ask again what was answered "
+    "above. Reply with the whole four-section brief."
+)
+
+# --- goal and judge (L-10) -------------------------------------------------------------------
+GOAL_RULES = """\
+## Your job: turn the brief into a goal a judge can check
+Reply with two sections and nothing else:
+## Goal
+One statement of what "done" means.
+## Checks
+One check per line, each decidable by looking at the workspace{can_run}. Start a check that cannot be
+verified in this environment with "[cannot verify here: <why>]"."""
+GOAL_CAN_RUN = " or by running a command there"
+GOAL_PROMPT = "The brief:\n\n{brief}"
+GOAL_MISSING = "The goal is incomplete: {missing} missing. Reply with both sections again."
+GOAL_UNVERIFIABLE = (
+    "{count} of {total} checks cannot be verified here; if the judge meets them it stops to ask you. "
+    "Edit {path} now to change them."
+)
+JUDGE_RULES = """\
+## Your job: judge whether the goal is achieved
+You are an independent judge. Look at the workspace yourself{can_run}; do not trust the worker's reply. A check
+without evidence you can see fails. Reply in three sections:
+## Verdict
+achieved, not yet, or unreachable (it cannot be achieved here, whatever the worker does).
+## Reason
+The evidence for your verdict, short.
+## Failed
+The checks that failed, one per line."""
+JUDGE_CAN_RUN = " and run commands to check it"
+JUDGE_PROMPT = "{goal}\n\n## The worker's reply (round {round})\n\n{reply}\n\nJudge this round, check by check."
+# Asked of the human (a framework question, outside max_asks) when the judge finds the goal unreachable.
+UNREACHABLE_QUESTION = "The judge says the goal cannot be reached: {reason} What now?"
+UNREACHABLE_OPTIONS = ("accept the result as it is", "amend the goal", "the judge is wrong: continue")
+AMEND_QUESTION = "What should be added to the goal? (It is appended; the current goal stays.)"
+JUDGE_OVERRULED = "The human says the goal can be reached and the judge erred: {answer}"
+JUDGE_AMENDED = "The goal was amended by the human: {extra}"
+JUDGE_STOPPED = "stopped: the judge found the goal unreachable ({reason}) and nobody decided what to do"
+JUDGE_ROUNDS_SPENT = "stopped: the goal was not achieved in {rounds} round(s); the judge's last reason: {reason}"
+# The denial a subagent gets when it calls the human channel's ask tool: asking is a main-thread act.
+ASK_NOT_FROM_SUBAGENT = (
+    "Only the coordinator talks to the human. Decide yourself if you can; otherwise end your work and put "
+    "the decision you need, with the options, in your reply: the coordinator will ask."
+)
+
+# L-7: resumes a workflow step whose process died mid-step (crash, kill, closed lid); same session.
+RESUME_AFTER_CRASH = (
+    "The process running this step stopped before the step ended and has been restarted. Continue the "
+    "task where you were; what was done is above. Check the effect of your last call before repeating it."
+)
+
+
+# --- flower go (L-11, L-14) -------------------------------------------------------------------------
+GO_COORDINATOR = """\
+You lead the work on the request below for a human who may be away. The brief is what was agreed with
+them; the goal lists the checks an independent judge will apply after your round. Plan, dispatch the coder
+for every change and every test run, and read what comes back. Ask the human only for a decision nobody
+else can make; check your inbox between dispatches."""
+GO_CODER_DESCRIPTION = "Changes code and runs the tests: one concrete task per dispatch, with its acceptance."
+GO_CODER_PROMPT = """\
+You are a careful software engineer working in this repository. Make the change you are given, run the
+relevant tests, and report what you changed and what the tests say."""
+GO_WORK = """\
+{brief}
+
+{goal}
+
+Do the work now."""
+BEQUEST_REQUEST = """\
+The work is over. Write a short note for whoever opens this project next with Claude Code or another tool:
+pointers, not contents; tens of lines at most (it is loaded into every later session). Do not create any
+file yourself. Reply with these sections only:
+## What this is
+## Acceptance
+Met and not met, the unmet ones first.
+## Generated files
+Which files are generated, and from what (edit the sources, not the outputs).
+## Dead ends
+## Workbench
+Where the workbench is and what to read first."""
+# Issue #16 item 16: added to the Agent tool's failed result when a worker was cut off by a transient API
+# failure (the CLI's own retries exhausted). {error} is the CLI's one-line reason.
+WORKER_REDISPATCH = (
+    "[flower: this worker was cut off by a transient API failure, not by its task ({error}). Its work is NOT "
+    "done and nothing it reported can be trusted. Dispatch it again with the same prompt; check first what "
+    "it may have changed already.]"
 )

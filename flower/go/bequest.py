@@ -98,26 +98,34 @@ def _marker_lines(lines: list[str], marker: str) -> list[int]:
     return [i for i, line in enumerate(lines) if line.strip() == marker]
 
 
-def merge_block(existing: str | None, body: str) -> str:
-    """The file's new text: `existing` (None = no file) with the managed block set to `body`. Pure."""
-    newline = "\r\n" if existing and "\r\n" in existing else "\n"
+def _block(body: str, newline: str) -> str:
     kept = [line for line in body.replace("\r\n", "\n").split("\n") if line.strip() not in (BEGIN, END)]
     inner = "\n".join(kept).rstrip("\n").replace("\n", newline)
-    block = f"{BEGIN}{newline}{inner}{newline}{END}{newline}"
+    return f"{BEGIN}{newline}{inner}{newline}{END}{newline}"
+
+
+def merge_block(existing: str | None, body: str) -> str:
+    """The file's new text: `existing` (None = no file) with the managed block set to `body`. Pure."""
     if existing is None or existing == "":
-        return block
+        return _block(body, "\n")
     lines = existing.splitlines(keepends=True)
     begins, ends = _marker_lines(lines, BEGIN), _marker_lines(lines, END)
     if len(begins) == 1 and len(ends) == 1 and begins[0] < ends[0]:
+        # The line ending our own begin marker was written with: the block keeps it.
+        newline = "\r\n" if lines[begins[0]].endswith("\r\n") else "\n"
+        block = _block(body, newline)
         end_line = lines[ends[0]]
         tail_newline = end_line[len(end_line.rstrip("\r\n")):]
         head = "".join(lines[: begins[0]])
         tail = "".join(lines[ends[0] + 1:])
         return head + block[: len(block) - len(newline)] + tail_newline + tail
-    if existing.endswith(block):
+    if any(existing.endswith(_block(body, newline)) for newline in ("\n", "\r\n")):
         return existing
-    separator = "" if existing.endswith(("\n\n", "\r\n\r\n")) else (newline if existing.endswith("\n") else newline * 2)
-    return existing + separator + block
+    newline = "\r\n" if "\r\n" in existing else "\n"
+    ending = existing[-2:]
+    separator = "" if ending in ("\n\n",) or existing.endswith("\r\n\r\n") else (
+        newline if existing.endswith("\n") else newline * 2)
+    return existing + separator + _block(body, newline)
 
 
 def write_block(path: Path, body: str) -> bool:

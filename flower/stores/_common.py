@@ -168,7 +168,7 @@ def last_context(newest_first: Iterable[SessionStoreEntry | dict[str, Any]]) -> 
     return None
 
 
-def parse_row(payload: Any, *, store: str, key: TranscriptKey | str, row: int) -> SessionStoreEntry:
+def parse_row(payload: Any, *, store: str, key: TranscriptKey | str, row: int | str) -> SessionStoreEntry:
     """One stored row's entry; a row that is not JSON is a `StoredDataError` naming store, session and row.
 
     The row itself is left as it is (stored history is append-only); the error says where to look.

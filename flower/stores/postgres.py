@@ -56,6 +56,10 @@ _NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 _CHUNK = 1000
 """Rows fetched per round trip when loading a transcript."""
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
+               "tcp_user_timeout": 30_000}
+"""libpq TCP settings: probe an idle connection after 10 s, give up after 3 unanswered probes 5 s apart, and
+drop a connection whose sent data stays unacknowledged for 30 s."""
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -126,8 +130,19 @@ class PostgresSessionStore(SessionStore):
     """Session transcripts in a PostgreSQL schema; subagent transcripts live under their `subpath`."""
 
     def __init__(
-        self, dsn: str, *, schema: str = "flower", max_connections: int = 4, connect_timeout: float = 10.0
+        self,
+        dsn: str,
+        *,
+        schema: str = "flower",
+        max_connections: int = 4,
+        connect_timeout: float = 10.0,
+        statement_timeout: float = 15.0,
+        lock_timeout: float = 10.0,
     ) -> None:
+        """`statement_timeout` and `lock_timeout` (seconds) bound each statement on the server; an append as a
+        whole (connection, statements, commit) is bounded on the client by `statement_timeout + connect_timeout`,
+        which also covers a server or network that stops answering without closing the connection. TCP
+        keepalives find a dead peer. Settings already in the DSN win."""
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ConfigError(f"PostgreSQL schema name {schema!r} must be lower-case letters, digits and _")
         try:
@@ -140,7 +155,17 @@ class PostgresSessionStore(SessionStore):
         self._kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in params:
             self._kwargs["connect_timeout"] = max(1, round(connect_timeout))
+        if statement_timeout <= 0 or lock_timeout <= 0 or connect_timeout <= 0:
+            raise ConfigError("PostgreSQL connect, statement and lock timeouts must be positive")
+        # A frozen server must not block an append forever (issue #16 item 14): server-side limits per
+        # statement and lock wait, keepalives for a peer that vanished (libpq conninfo parameters).
+        self._kwargs.update({k: v for k, v in _KEEPALIVES.items() if k not in params})
+        if "options" not in params:
+            self._kwargs["options"] = (
+                f"-c statement_timeout={round(statement_timeout * 1000)} -c lock_timeout={round(lock_timeout * 1000)}"
+            )
         self._timeout = connect_timeout
+        self._deadline = statement_timeout + connect_timeout
         self._max_connections = max_connections
         self._q = {name: sql.SQL(text).format(schema=sql.Identifier(schema)) for name, text in _QUERIES.items()}
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
@@ -159,6 +184,18 @@ class PostgresSessionStore(SessionStore):
         if not entries:
             return
         tkey = TranscriptKey.of(key)
+        try:
+            with anyio.fail_after(self._deadline):
+                await self._append(tkey, entries)
+        except TimeoutError:
+            # Cancelled before COMMIT returned: the transaction is rolled back by the server (or, if the
+            # COMMIT itself got through, the batch is whole); a retry is safe, the insert is idempotent.
+            raise StoreError(
+                f"session store at {self.where} did not answer within {self._deadline:g}s: append of "
+                f"{len(entries)} entries to {tkey} abandoned, none of it half-written"
+            ) from None
+
+    async def _append(self, tkey: TranscriptKey, entries: list[SessionStoreEntry]) -> None:
         encoded = _common.encode_batch(entries, store=self.where, key=tkey)
         every_uuid = [uuid for uuid, _, _ in encoded]
         keep = _common.fresh_indexes(every_uuid)  # the batch's own repeats; stored ones: ON CONFLICT
@@ -194,7 +231,11 @@ class PostgresSessionStore(SessionStore):
 
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         rows = await self._fetch("summaries", (project_key,))
-        return [{"session_id": sid, "mtime": mtime, "data": json.loads(data)} for sid, mtime, data in rows]
+        return [
+            {"session_id": sid, "mtime": mtime,
+             "data": dict(_common.parse_row(data, store=self.where, key=f"{project_key}/{sid}", row="summary"))}
+            for sid, mtime, data in rows
+        ]
 
     async def delete(self, key: SessionKey) -> None:
         tkey = TranscriptKey.of(key)

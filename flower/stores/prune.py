@@ -144,6 +144,8 @@ def find_interrupted(entries: list[Entry]) -> set[tuple[int, int]]:
     message: dict[Thread, str] = {}
     for position, entry in enumerate(entries):
         kind = entry.get("type") if isinstance(entry, dict) else None
+        if kind == "assistant" and is_api_error(entry) and not is_protected(entry):
+            continue  # removed by this rewrite: seen or not, the turn is the same (idempotence)
         if kind == "assistant":
             # A new message starts a new turn; more entries of the same message (results of its earlier
             # calls can sit between them, SDK-FACTS §10) continue the current one.

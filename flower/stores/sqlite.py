@@ -130,7 +130,11 @@ class SqliteSessionStore(SessionStore):
         rows = await self._in_thread(
             "SELECT session_id, mtime, data FROM summaries WHERE project_key = ?", (project_key,)
         )
-        return [{"session_id": sid, "mtime": mtime, "data": json.loads(data)} for sid, mtime, data in rows]
+        return [
+            {"session_id": sid, "mtime": mtime,
+             "data": dict(_common.parse_row(data, store=str(self.path), key=f"{project_key}/{sid}", row="summary"))}
+            for sid, mtime, data in rows
+        ]
 
     async def delete(self, key: SessionKey) -> None:
         await anyio.to_thread.run_sync(self._write, partial(_delete, key=TranscriptKey.of(key)))
@@ -397,7 +401,16 @@ def _open(path: Path) -> sqlite3.Connection:
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"session store {path} cannot be opened: {exc}") from None
     try:
-        version = _schema_version(conn, path)
+        try:
+            version = _schema_version(conn, path)
+        except StoreError as exc:
+            cause = exc.__context__
+            if isinstance(cause, sqlite3.OperationalError) and _cannot_open(cause) and path.is_file():
+                raise StoreError(
+                    f"session store {path} is on a read-only filesystem or folder ({cause}): a run must write "
+                    "it; report, preview and sessions read it read-only"
+                ) from None
+            raise
         if version > 0:
             _check_integrity(conn, path)
         if version < SCHEMA_VERSION:
@@ -503,7 +516,7 @@ def _schema_version(conn: sqlite3.Connection, path: Path) -> int:
                 f"the readable rows with `sqlite3 {path} .recover`"
             ) from None
         if _cannot_open(exc):  # kept as __context__ for the read-only fallback
-            raise StoreError(f"session store {path} cannot be read: {exc}")  # noqa: B904
+            raise StoreError(f"session store {path} cannot be read: {exc}")  # __context__ kept on purpose
         raise StoreError(f"{path} is not a usable flower session store: {exc}") from None
     if version > SCHEMA_VERSION:
         raise StoreError(

@@ -35,6 +35,7 @@ class Channel:
             if item.id == ask_id and not item.done:
                 item.done = True
                 self.log.append([kind, ask_id, text])
+                print(f"+ {ask_id} {kind}: {text}")  # a real channel reports this as an event
                 return True
         return False
 

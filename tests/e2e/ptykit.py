@@ -7,6 +7,7 @@ what sits below the input line); `Term.expect` answers it the same way while it 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -49,10 +50,16 @@ class Term:
                 return str(match.group(1) if match.groups() else match.group(0))
             self.child.send(f"\x1b[{self.rows};1R")
 
+    def text(self) -> str:
+        """What was shown so far, without escape sequences, with wrapped lines joined."""
+        plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[\]P].*?(?:\x07|\x1b\\)", "", self.seen).replace("\r", "")
+        return re.sub(r"\n +", " ", plain)
+
     def send(self, text: str) -> None:
         self.child.send(text)
 
     def wait_exit(self) -> int:
         self.child.expect(pexpect.EOF)
+        self.seen += str(self.child.before)
         self.child.close()
         return int(self.child.exitstatus if self.child.exitstatus is not None else -1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,25 @@ async def test_a_scripted_call_of_a_missing_tool_fails_the_test_naming_the_step(
     with pytest.raises(ScriptError, match=r"step 1 of thread main: tool_use 'Reed' names a tool this session does not have"):
         api.assert_done()
     assert len([f for f in api.failures if "'Reed'" in f]) == 1
+
+
+def test_flower_run_stops_a_401_at_once_naming_the_endpoint(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 10 through `flower run`: one retry line with n/N, the wait and the endpoint, then one error line
+    naming the endpoint; not minutes of `retry: authentication_failed`."""
+    from flower.testing import api_error
+
+    (tmp_path / "spec.py").write_text(
+        'from flower.core.spec import AgentSpec\nspec = AgentSpec(name="solo", instructions="x")\n')
+    scripted_api.handler = lambda request: api_error(401, "invalid x-api-key")
+    env = scripted_api.cli_env(tmp_path / "home")
+    ran = CliRunner().invoke(cli, ["run", f"{tmp_path / 'spec.py'}:spec", "-w", str(workspace), "-r",
+                                   str(tmp_path / "runs")], env=env, input="go\n")
+    assert ran.exit_code == 1
+    retries = [line for line in ran.output.splitlines() if line.startswith("~ retry")]
+    assert 1 <= len(retries) <= 2 and re.fullmatch(
+        rf"~ retry 1/10 \(401\) in \d+\.\ds to {re.escape(scripted_api.base_url)}: authentication_failed", retries[0])
+    assert f"failed at step solo: API Error: 401 authentication_failed: {scripted_api.base_url} refused" in ran.output
+    assert "ede_diagnostic" not in ran.output  # the CLI's diagnostic of an attempt the runtime stopped
+    assert "x error: \n" not in ran.output

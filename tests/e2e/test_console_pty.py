@@ -23,7 +23,7 @@ def test_a_number_answers_text_goes_to_the_inbox_ctrl_c_remarks_then_stops() -> 
     term.expect("answer (a number picks an option")
     term.expect("STATUS context 12K")  # the bottom toolbar
     term.send("2\r")
-    term.expect("+ answered q1: TSV")
+    term.expect("+ q1 answer: TSV")
     term.expect("say (added to the brief")
     term.send("也处理 CRLF\r")
     term.expect("+ received")

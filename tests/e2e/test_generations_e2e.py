@@ -131,7 +131,7 @@ async def test_a_401_stops_at_once_and_names_the_endpoint(
     result = await runtime(scripted_api, tmp_path, workspace, retries=None).run(solo(), "work", on_event=events.append)
     assert not result.ok and result.error is not None
     assert "401" in result.error and scripted_api.base_url in result.error
-    assert len(scripted_api.requests) <= 3  # of the CLI's 11 (default 10 retries)
+    assert len(scripted_api.requests) <= 5  # of the CLI's 11 (default 10 retries, 0.5 s doubling)
     assert result.retries == ()
 
 
@@ -167,15 +167,17 @@ async def test_a_down_endpoint_is_reported_once_each_way(
 
 
 async def test_cost_is_not_counted_twice(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
-    """The CLI's `total_cost_usd` is the session's running total (checked here on the reference session), so
-    summing it per query counted the handoff round's session twice. Every reply has the same usage, so the
-    step costs exactly (requests x the price of one)."""
+    """The CLI's `total_cost_usd` is its process's running total (checked here on the reference session), so
+    summing it per query counted the handoff round's session twice; a store-backed resume starts a new total.
+    Every reply has the same usage, so a step costs exactly (requests x the price of one)."""
     same = Usage(input_tokens=160_000, output_tokens=10)
     scripted_api.script([tool_use("Bash", {"command": "echo work"}, usage=same),
-                         Reply((Text(DOC.format(mark="COST")),), usage=same), Reply((Text("two"),), usage=same)])
+                         Reply((Text(DOC.format(mark="COST")),), usage=same), Reply((Text("two"),), usage=same),
+                         Reply((Text("resumed"),), usage=same)])
     rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=200_000))
     result = await rt.run(solo(), "task")
     assert result.ok and len(result.retired) == 1 and len(scripted_api.requests) == 3
+    resumed = await rt.run(solo(), "more", resume=result.session_id)  # a new CLI process on the same session
     reference = ScriptedAPI([Reply((Text("a"),), usage=same), Reply((Text("b"),), usage=same)]).start()
     try:
         totals: list[float] = []
@@ -192,6 +194,7 @@ async def test_cost_is_not_counted_twice(scripted_api: ScriptedAPI, tmp_path: Pa
     one = totals[0]
     assert totals[1] == pytest.approx(2 * one)  # cumulative within a session
     assert result.cost_usd == pytest.approx(3 * one, rel=1e-4)
+    assert resumed.cost_usd == pytest.approx(one, rel=1e-4)  # neither 0 nor the session's total
 
 
 async def test_a_turn_cap_is_final_not_retried(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
@@ -202,3 +205,58 @@ async def test_a_turn_cap_is_final_not_retried(scripted_api: ScriptedAPI, tmp_pa
     assert not result.ok and result.retries == () and result.attempts == 1, result.errors
     assert result.error is not None and result.error.startswith("error_max_turns")
     assert len(scripted_api.requests) == 1
+
+
+async def test_a_down_endpoint_stops_the_clis_own_retry_loop(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 10: with the CLI's default 10 retries a refused connection was retried for minutes in silence;
+    the runtime stops it at the first retry and waits with its probe, which reports down and back once."""
+    scripted_api.script([tool_use("Bash", {"command": 'python3 -c "import time; time.sleep(1)"'}),
+                         text("back online")])
+    rt = runtime(scripted_api, tmp_path, workspace, retries=None)
+    events: list[Event] = []
+
+    def watch(event: Event) -> None:
+        events.append(event)
+        if event.kind == "tool_call":
+            scripted_api.stop()
+        if event.payload.get("subtype") == "endpoint_down":
+            scripted_api.start()
+
+    result = await rt.run(solo(), "work", on_event=watch)
+    assert result.ok and result.text == "back online", result.errors
+    cli_retries = [e for e in events if e.kind == "retry" and "kind" not in e.payload]
+    # stopped at the first retry (a second may slip in on a loaded machine; the CLI would make ten)
+    assert 1 <= len(cli_retries) <= 2 and cli_retries[0].payload["max_retries"] == 10
+    assert [e.payload["subtype"] for e in events if e.payload.get("subtype", "").startswith("endpoint_")] == [
+        "endpoint_down", "endpoint_back"]
+    assert result.errors and scripted_api.base_url in result.errors[0]
+
+
+async def test_an_overflow_without_generations_is_not_retried(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 5: an overflow in the same session cannot pass; with generations off it ends the step at once."""
+    scripted_api.script([prompt_too_long()])
+    result = await runtime(scripted_api, tmp_path, workspace, handoff=False).run(solo(), "work")
+    assert not result.ok and result.retries == () and result.attempts == 1
+    assert result.error is not None and "too long" in result.error
+
+
+async def test_the_window_follows_the_model_the_session_reports(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 3: the spec says `opus` (no window in the name) and the gateway maps it to a 200k model: the
+    session's init message names that model, and the threshold follows it from the first reply on."""
+    monkeypatch.delenv("FLOWER_WINDOW", raising=False)
+    scripted_api.script([cross(160_000), text(DOC.format(mark="REPORTED")), text("gen two", usage=Usage(input_tokens=5_000))])
+    rt = runtime(scripted_api, tmp_path, workspace, env={"ANTHROPIC_DEFAULT_OPUS_MODEL": "claude-haiku-4-5"})
+    assert rt.threshold(solo(model="opus")) == 750_000  # nothing known before the session
+    events: list[Event] = []
+    result = await rt.run(solo(model="opus"), "task", on_event=events.append)
+    assert scripted_api.requests[0].body["model"] == "claude-haiku-4-5"
+    assert result.ok and len(result.retired) == 1, result.errors
+    window = [e for e in events if e.payload.get("subtype") == "window"]
+    assert window and window[0].payload["threshold"] == 150_000
+    assert any(e.payload.get("subtype") == "model_mismatch" for e in events)

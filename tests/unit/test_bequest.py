@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from flower.errors import ConfigError
@@ -26,6 +26,7 @@ def test_absent_file_gets_the_block_only(tmp_path: Path) -> None:
 
 
 @given(user_text)
+@example("\r")  # a lone CR before the block must not make the next write see CRLF
 def test_user_text_kept_and_repeat_is_byte_identical(user: str) -> None:
     once = merge_block(user, BODY)
     assert once.startswith(user)

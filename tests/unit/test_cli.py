@@ -96,7 +96,7 @@ def test_run_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert_one_line_error(invoke("run", "missing.py:spec", "--prompt", "x"), "spec file missing.py not found")
     assert_one_line_error(invoke("run", "spec.py:nope", "--prompt", "x"), "spec.py has no attribute 'nope'")
     assert_one_line_error(invoke("run", "spec.py", "--prompt", "x"), "must look like FILE.py:ATTR")
-    assert_one_line_error(invoke("run", "spec.py:X", "--prompt", "x"), "spec.py:X is a int, not an AgentSpec")
+    assert_one_line_error(invoke("run", "spec.py:X", "--prompt", "x"), "spec.py:X is a int, not a Workflow or an AgentSpec")
     assert_one_line_error(
         invoke("run", "spec.py:broken", "--prompt", "x"), "spec.py:broken() failed: RuntimeError: boom"
     )

@@ -220,7 +220,7 @@ def test_trim_replaces_a_planted_symlink_at_the_spill_name(ws: Path, outside: Pa
     folder.mkdir(parents=True)
     (folder / spill_name(body)).symlink_to(outside / "keep.txt")
     entries = transcript_with_results(2, "y" * 3000)
-    out, report = trim_results(entries, workspace=ws, policy=TrimPolicy(keep_recent=1, min_chars=100))
+    _, report = trim_results(entries, workspace=ws, policy=TrimPolicy(keep_recent=1, min_chars=100))
     assert report.trimmed == 1 and (folder / spill_name(body)).read_text() == body
     assert not (folder / spill_name(body)).is_symlink()
     assert snapshot(outside) == {"keep.txt": b"attacker's file\n"}
@@ -231,3 +231,24 @@ def test_spill_text_with_a_plain_path_is_its_own_anchor(tmp_path: Path) -> None:
     assert path.read_text() == "hello" and path.parent == tmp_path.resolve()
     with pytest.raises(UnsafePathError):
         Confined(tmp_path, ("..", "x"))
+
+
+def test_a_symlinked_workbench_file_is_listed_but_never_read(ws: Path, outside: Path) -> None:
+    """The index reads a file's first lines for its description: a symlink to a file outside the workspace
+    must not carry that file's text into INDEX.md or the prompt."""
+    (outside / "secret.py").write_text("# desc: TOP-SECRET-LINE\n")
+    wb = Workbench(ws).ensure()
+    (wb.scripts / "check.py").symlink_to(outside / "secret.py")
+    (wb.scripts / "own.py").write_text("# desc: my own check\n")
+    listing = wb.listing_block()
+    assert "scripts/check.py" in listing and "my own check" in listing
+    assert "TOP-SECRET-LINE" not in listing and "TOP-SECRET-LINE" not in wb.index_text()
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", ".", "", "x\0y"])
+def test_file_operations_take_plain_names_only(tmp_path: Path, name: str) -> None:
+    folder = Confined(tmp_path, ("f",))
+    for call in (lambda: folder.write_atomic(name, b"x"), lambda: folder.append(name, b"x"),
+                 lambda: folder.read_bytes(name), lambda: folder.lexists(name)):
+        with pytest.raises(UnsafePathError, match="not a plain file name"):
+            call()

@@ -17,6 +17,9 @@ from hypothesis import strategies as st
 
 from flower.core import glance, texts
 from flower.core.glance import COMMANDS, describe_refusal, is_ephemeral
+from flower.core.glance_options import Word, parse
+from flower.core.glance_paths import device_word, numeric_local
+from flower.core.glance_jq import jq_program_ok
 from flower.core.glance_rules import Rule, awk_program_ok, sed_script_ok
 from flower.core.guard import delegate_guard
 from flower.stores.trim import EphemeralPolicy
@@ -212,8 +215,8 @@ def test_no_flag_is_listed_twice_with_different_arity() -> None:
     ("script", "ok"),
     [
         ("p", True), ("1,5p", True), ("/a/,/b/{p;q}", True), ("s|a|b|gI", True), ("s/a\\/b/c/2p", True),
-        ("0,/re/d", True), ("1~2p", True), ("$!N;P;D", True), (":a;N;$!ba", True), ("y/ab/cd/", True),
-        ("1r other.txt", True), ("$a tail line", True), ("l 40", True), ("\\%x%p", True), ("# c\np", True),
+        ("0,/re/d", True), ("1~2p", True), ("$!N;P;D", False), (":a;N;$!ba", False), ("y/ab/cd/", True),
+        ("1r other.txt", False), ("$a tail line", True), ("l 40", True), ("\\%x%p", True), ("# c\np", True),
         ("w out", False), ("1W out", False), ("e ls", False), ("s/a/b/w out", False), ("s/a/b/e", False),
         ("s/a/b/gw out", False), ("{p", False), ("p}", False), ("s/a/b", False), ("k", False),
         ("1{w x\n}", False), ("a\\", False), ("s/a/b/;w x", False), ("/x/!e", False),
@@ -229,7 +232,7 @@ def test_sed_scripts(script: str, ok: bool) -> None:
     [
         ("{print $1}", True), ("NR>1", True), ("$3 > 100 {print}", True), ("{print ($1 > $2)}", True),
         ("{a[$1]++} END {for (k in a) print k, a[k]}", True), ("/x/ && !/y/", True), ("{print $2/2}", True),
-        ("{n = split($0, p, /,/); print n}", True), ("{getline line < \"f\"; print line}", True),
+        ("{n = split($0, p, /,/); print n}", True), ("{getline line < \"f\"; print line}", False),
         ("{x = (a)/2; print x}", True), ("{if ($1 > 2) print}", True), ("{print length($0) >= 3}", False),
         ("{print > \"f\"}", False), ("{print >> \"f\"}", False), ("{printf \"x\" > \"f\"}", False),
         ("{print | \"sh\"}", False), ("{\"ls\" | getline}", False), ("BEGIN{system(\"ls\")}", False),
@@ -329,3 +332,213 @@ def test_fuzz_arbitrary_text_never_raises_and_both_answers_agree(command: str) -
     verdict = is_ephemeral(command)
     assert isinstance(verdict, bool)
     assert verdict == (describe_refusal(command) is None)
+
+
+# --- issue #16: the new classes, fuzzed ---------------------------------------------------------------
+
+# Item 1: a flag placed after the first operand of a command that stops there is an operand, so it
+# cannot turn a running form into a lookup (`command rm -v x` runs rm).
+RUNNERS = ["rm", "sh", "env", "cp", "mv", "python3", "touch", "chmod", "dd", "tee"]
+LOOKUP_FLAGS = ["-v", "-V", "-p", "-pv"]
+
+
+@st.composite
+def option_after_operand(draw: Any) -> str:
+    runner = draw(st.sampled_from(RUNNERS))
+    before = draw(st.lists(st.sampled_from(["-p"]), max_size=1))
+    after = draw(st.lists(st.sampled_from(LOOKUP_FLAGS + ["--", "x", "-c", "'touch m'"]), min_size=1, max_size=4))
+    if not any(flag in after for flag in LOOKUP_FLAGS):
+        after.insert(draw(st.integers(0, len(after))), draw(st.sampled_from(LOOKUP_FLAGS)))
+    return " ".join(["command", *before, runner, *after])
+
+
+@settings(max_examples=300, deadline=None)
+@given(option_after_operand())
+def test_fuzz_a_lookup_flag_after_the_first_operand_is_no_lookup(command: str) -> None:
+    """Issue #16 item 1: bash stops `command`'s options at its first operand."""
+    assert is_ephemeral(command) is False, command
+
+
+# Item 2: whatever wraps `-v`/`-R` and wherever it sits, test/[ never see a subscript to evaluate.
+@st.composite
+def subscripts(draw: Any) -> str:
+    inner = draw(st.sampled_from(["$(touch m)", "`touch m`", "$(id)", "1", "x"]))
+    word = draw(st.sampled_from([f"'a[{inner}]'", f'"a[{inner}]"', f"a\\[{inner}\\]"]))
+    flag = draw(st.sampled_from(["-v", "-R", "'-v'", '"-v"', "-\\v"]))
+    prefix = draw(st.sampled_from(["", "! ", "-n x -a ", "x = x -o ", "-f f -a ! "]))
+    if draw(st.booleans()):
+        return f"test {prefix}{flag} {word}"
+    return f"[ {prefix}{flag} {word} ]"
+
+
+@settings(max_examples=300, deadline=None)
+@given(subscripts())
+def test_fuzz_no_subscript_reaches_bash(command: str) -> None:
+    """Issue #16 item 2."""
+    assert is_ephemeral(command) is False, command
+
+
+# Item 4: an endless device, spelled any way a path can be spelled, in any position of any reader.
+DEVICES = ["dev/zero", "dev/urandom", "dev/random", "dev/stdin", "dev/fd/0", "dev/tty", "proc/self/fd/0",
+           "proc/1/fd/0", "dev/full"]
+
+
+@st.composite
+def device_paths(draw: Any) -> str:
+    parts = draw(st.sampled_from(DEVICES)).split("/")
+    spelled = "".join(draw(st.sampled_from(["/", "//", "/./"])) + part for part in parts)
+    prefix = draw(st.sampled_from(["", "/tmp/..", "/usr/..", "/.", "/", "/etc/../tmp/.."]))
+    if draw(st.booleans()):  # a glob on one letter of the device root (`/d?v`, `/*/zero`, `/[p]roc`)
+        root = spelled.index(parts[0])
+        i = root + draw(st.integers(0, len(parts[0]) - 1))
+        glob = draw(st.sampled_from(["?", "*", "[" + spelled[i] + "]"]))
+        spelled = spelled[:i] + glob + spelled[i + 1 :]
+        prefix = ""  # a glob after `..` is refused for the `..` alone; keep the root glob the culprit
+    return prefix + spelled
+
+
+@st.composite
+def device_commands(draw: Any) -> str:
+    path = draw(device_paths())
+    form = draw(st.sampled_from([
+        "cat {p}", "head -c 5 {p}", "tail -c 1 {p}", "wc -c {p}", "wc -c < {p}", "grep x {p}",
+        "sort {p}", "md5sum {p}", "jq . {p}", "sed -n 1p {p}", "awk 1 {p}", "diff {p} a.txt",
+        "cmp a.txt {p}", "grep -f {p} a.txt", "cut -c1 {p}", "tac {p}", "uniq {p}", "nl {p}",
+        "sort --random-source={p} -R a.txt", "rg x {p}", "cat a.txt {p}", "ls; cat {p}",
+        "git diff --no-index {p} a.txt", "tr a b < {p}",
+    ]))
+    return form.format(p=path)
+
+
+@settings(max_examples=400, deadline=None)
+@given(device_commands())
+def test_fuzz_an_endless_device_in_any_position_is_refused(command: str) -> None:
+    """Issue #16 item 4."""
+    assert is_ephemeral(command) is False, command
+
+
+# --- issue #16: the root causes, directly --------------------------------------------------------------
+
+
+def _words(*values: str) -> list[Word]:
+    return [Word(v, True) for v in values]
+
+
+@pytest.mark.parametrize(
+    ("order", "stop", "flags", "operands"),
+    [
+        ("stop", True, [("-v", None)], ["rm", "-x"]),
+        ("permute", False, [("-v", None), ("-x", None)], ["rm"]),
+    ],
+)
+def test_the_shared_parser_stops_where_the_command_stops(order: Any, stop: bool, flags: Any, operands: Any) -> None:
+    """Item 1: the same words read two ways; `--` ends options in both."""
+    rule = Rule("-v -x", order=order)
+    args, _ = parse(rule, "c", _words("-v", "rm", "-x"), stop=stop)
+    assert list(args.flags) == flags and [w.value for w in args.operands] == operands
+    args, _ = parse(rule, "c", _words("--", "-v"), stop=stop)
+    assert args.flags == () and [w.value for w in args.operands] == ["-v"]
+
+
+def test_gnu_rules_are_judged_under_both_readings() -> None:
+    """Item 1: with POSIXLY_CORRECT, GNU getopt stops at the first operand: `uniq in -c out` is then three
+    operands; without it `sort in -o out` writes. A line must pass both readings."""
+    assert COMMANDS["uniq"].order == "gnu"
+    assert describe_refusal("uniq in.txt -c") == texts.GLANCE_WHY["operands"].format(what="uniq")
+    assert "`sort -o`" in (describe_refusal("sort in.txt -o out.txt") or "")
+
+
+def test_every_rule_says_how_it_reads_options() -> None:
+    """Item 1, audit: the commands that stop at their first operand are marked so."""
+    stops = {name for name, rule in COMMANDS.items() if rule.order == "stop"}
+    assert {"command", "type", "env", "awk", "gawk", "mawk", "nawk", "lsof", "git"} <= stops
+    assert COMMANDS["which"].order == "gnu"  # Debian's getopts script stops, GNU which permutes
+    git = COMMANDS["git"].subcommands or {}
+    assert all(rule.order == "permute" for rule in git.values())
+
+
+@pytest.mark.parametrize(
+    ("value", "literal", "device"),
+    [
+        ("/dev/null", True, False), ("--file=/dev/null", True, False), ("/dev/zero", True, True),
+        ("//dev/./zero", True, True), ("/tmp/../dev/zero", True, True), ("-f/dev/zero", True, True),
+        ("--random-source=/dev/urandom", True, True), ("/proc/cpuinfo", True, False),
+        ("/proc/self/fd/0", True, True), ("/proc/kmsg", True, True), ("/d?v/zero", False, True),
+        ("/*/zero", False, True), ("../../*", False, True), ("src/*.py", False, False),
+        ("/usr/lib/*.so", False, False), ("/development/x", True, False), ("/inet/tcp/0/h/80", True, True),
+    ],
+)
+def test_device_words(value: str, literal: bool, device: bool) -> None:
+    """Item 4: a path through /dev or /proc (bar /dev/null and plain /proc reports), in any spelling."""
+    assert device_word(value, literal) is device
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [("127.0.0.1", True), ("::1", True), ("[::1]", True), ("10.1.2.3", True), ("192.168.0.1", True),
+     ("8.8.8.8", False), ("localhost", False), ("evil.example.com", False), ("0x7f000001", False),
+     ("127.1", False), ("2130706433", False)],
+)
+def test_numeric_local_addresses_only(text: str, ok: bool) -> None:
+    """Item 3: nothing a resolver would look up."""
+    assert numeric_local(text) is ok
+
+
+@pytest.mark.parametrize(
+    ("program", "ok"),
+    [
+        (".name", True), (".[] | select(.a > 3) | .b", True), ('.[] | "\\(.name) \\(.v)"', True),
+        ("{name, n: (.x | length)}", True), ("..|numbers", True), ("keys[]", True), (".[1000]", True),
+        ("def f: f; f", False), ("recurse(.+1)", False), ("[range(1e9)]", False), ("repeat(1)", False),
+        ("until(. > 9; . + 1)", False), ("limit(3; .[])", False), ("reduce .[] as $x (0; . + $x)", False),
+        ('"x" * 100', False), (".a = 1", False), (".a |= 1", False), ('gsub(""; "x")', False),
+        ('"\\(def f: f; f)"', False), (".[1000000000]", False), ("input_filename", True),
+        ('include "m"; .', False), ("$__loc__", False), (". # comment", False), ('test("a"; "g")', False),
+        ('test("a"; "ix")', True), ('split(", *"; null)', False), ('test("a"; "i") | not', True),
+        ('test("a"; "i" + "g")', False), ('[.[] | split(","; "g")]', False), (".x | tonumber", True),
+        ("[..|..|..|..]", False), ("[paths] | length", True), ("[..] | length", True),
+    ],
+)
+def test_jq_programs(program: str, ok: bool) -> None:
+    """Item 4: jq filters pass only when they visit their input once with bounded output."""
+    assert jq_program_ok(program) is ok
+
+
+@pytest.mark.parametrize(
+    ("script", "ok"),
+    [(":a;N;ba", False), ("/x/b end; p; :end", True), (":a;s/x/xx/;ta", False), ("s/x/y/;T;p", True),
+     ("G;D", False), ("r /dev/zero", False), ("R /dev/stdin", False), ("b;:a;ba", False)],
+)
+def test_sed_loops(script: str, ok: bool) -> None:
+    """Item 4: a jump back to an earlier label, or D, can spin for ever."""
+    assert sed_script_ok(script) is ok
+
+
+@pytest.mark.parametrize(
+    ("program", "ok"),
+    [("BEGIN{while(1);}", False), ("{for(i=1;i<=NF;i++) print $i}", False), ("END{for (k in a) print k}", True),
+     ("function f(){f()} BEGIN{f()}", False), ("BEGIN{printf \"%999999999d\", 1}", False),
+     ("{printf $0}", False), ("{printf \"%s\\n\", $2}", True), ("{getline x < \"/etc/passwd\"}", False),
+     ("{getline; print}", True), ("BEGIN{ARGV[1]=\"x\"}", False), ("{s = s s}", False), ("{s = s $1}", True)],
+)
+def test_awk_loops_and_inputs(program: str, ok: bool) -> None:
+    """Items 3 and 4: no loop but for-in, no recursion, no computed input, no doubling."""
+    assert awk_program_ok(program) is ok
+
+
+def test_the_corpus_of_issue_16_is_counted() -> None:
+    """The report quotes these sizes; the corpus must keep growing, never shrink."""
+    assert len(ALLOWED) >= 300 and len(REFUSED) >= 390
+
+
+@pytest.mark.parametrize("path", sorted(DANGEROUS))
+def test_a_dangerous_option_after_an_operand_is_refused_unless_the_command_stops(path: str) -> None:
+    """Issue #16 item 1, audit: every rule that reads options after operands (GNU getopt, git, cobra)
+    refuses the dangerous ones there too; a rule that stops takes them for operands (awk's files)."""
+    rule = _rule(path)
+    for danger in DANGEROUS[path]:
+        command = f"{path} {'{print}' if path == 'awk' else 'operand'} {danger}=x"
+        if rule.order == "stop":
+            assert path == "awk" and is_ephemeral(command), command
+        else:
+            assert is_ephemeral(command) is False, command

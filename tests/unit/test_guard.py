@@ -53,7 +53,7 @@ async def test_delegate_guard_lets_every_subagent_through() -> None:
 
 async def test_glance_bash_runs_on_main_and_a_mutating_one_is_denied_with_why() -> None:
     guard = delegate_guard(allow_glance=True)
-    assert await decide(guard, main_call("Bash", command="git status && ls -la")) == {}
+    assert await decide(guard, main_call("Bash", command="ls -la && pwd")) == {}
     reason = denial(await decide(guard, main_call("Bash", command="pytest -q")))
     assert reason and reason.startswith(texts.DELEGATE_DENIAL.format(where=texts.DELEGATE_DENIAL_WHERE))
     assert "glance" in reason
@@ -83,8 +83,9 @@ async def test_whitelist_guard_makes_allowed_tools_exclusive_on_main_only() -> N
 def test_spec_guards_follow_the_spec_not_the_workbench() -> None:
     """B-1: a delegate-only spec is walled whatever the runtime's workbench setting."""
     lead = coordinator("lead", "goal", {"w": worker("does work", "work")})
-    (matcher,) = spec_guards(lead)["PreToolUse"]
+    matcher, mcp = spec_guards(lead)["PreToolUse"]
     assert matcher.matcher == "Bash|Write|Edit|NotebookEdit"
+    assert mcp.matcher is None  # the MCP wall sees every tool and keys on the mcp__ prefix
     plain = AgentSpec(name="reader", instructions="read", allowed_tools=["Read"])
     (matcher,) = spec_guards(plain)["PreToolUse"]
     assert matcher.matcher == "Bash|Write|Edit|NotebookEdit"
@@ -177,3 +178,149 @@ def test_lean_specs_leave_out_optional_builtins_nobody_names() -> None:
     inherits.agents["any"].tools = None  # type: ignore[index]
     assert unused_builtins(inherits) == []
     assert unused_builtins(AgentSpec(name="a", instructions="x", lean=False)) == []
+
+
+# --- issue #16: background glances, git pins, the MCP wall --------------------------------------------
+
+
+async def test_a_glance_in_the_background_is_denied() -> None:
+    """Issue #16 item 4: a background glance would outlive the Bash timeout."""
+    guard = delegate_guard(allow_glance=True)
+    reason = denial(await decide(guard, main_call("Bash", command="ls", run_in_background=True)))
+    assert reason and texts.GLANCE_WHY["background"] in reason
+    assert await decide(guard, main_call("Bash", command="ls", run_in_background=False)) == {}
+
+
+async def test_a_git_glance_runs_with_the_repositorys_programs_pinned_off(tmp_path: Any) -> None:
+    """Issue #16 item 5: the wall hands the CLI a hardened git command as updatedInput, keeping the
+    other input fields, and names every filter driver the repository defines."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "config", "filter.evil.clean", "touch marker"], check=True)
+    guard = delegate_guard(allow_glance=True)
+    data = main_call("Bash", command="git status && git log -p -1", description="look")
+    data["cwd"] = str(tmp_path)
+    out = (await decide(guard, data))["hookSpecificOutput"]
+    assert "permissionDecision" not in out
+    updated = out["updatedInput"]
+    assert updated["description"] == "look"
+    command = updated["command"]
+    assert command.count("-c core.fsmonitor=false") == 2 and "-c filter.evil.clean=" in command
+    assert "log --no-ext-diff --no-textconv -p -1" in command
+
+
+async def test_git_dash_c_through_a_symlink_out_of_the_workspace_is_denied(tmp_path: Any) -> None:
+    """Issue #16 item 5: `git -C DIR` must stay inside the workspace, symlinks resolved."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "link").symlink_to(outside)
+    (ws / "sub").mkdir()
+    guard = delegate_guard(allow_glance=True)
+    data = main_call("Bash", command="git -C link status")
+    data["cwd"] = str(ws)
+    reason = denial(await decide(guard, data))
+    assert reason and "leaves the workspace" in reason
+    (ws / "sub" / "up").symlink_to(outside)
+    data = main_call("Bash", command="git -C sub -C up status")  # git -C a -C b works in a/b
+    data["cwd"] = str(ws)
+    assert "leaves the workspace" in (denial(await decide(guard, data)) or "")
+    data = main_call("Bash", command="git -C sub status")
+    data["cwd"] = str(ws)
+    assert denial(await decide(guard, data)) is None
+
+
+async def test_the_wall_refuses_words_that_lead_to_devices_or_pipes_on_disk(tmp_path: Any) -> None:
+    """Issue #16 item 4: a symlink to /dev/zero, a FIFO, or a glob matching either, in the workspace."""
+    import os
+
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "plain.txt").write_text("x")
+    (tmp_path / "-n").write_text("x")
+    guard = delegate_guard(allow_glance=True)
+    for command in ("cat zero", "head -c 5 pipe", "wc -l < pipe", "cat p*", "cat ./z?ro", "ls -la; grep x zero"):
+        data = main_call("Bash", command=command)
+        data["cwd"] = str(tmp_path)
+        reason = denial(await decide(guard, data))
+        assert reason and "device, pipe or socket" in reason, command
+    data = main_call("Bash", command="cat *")
+    data["cwd"] = str(tmp_path)
+    assert "matches -n" in (denial(await decide(guard, data)) or "")
+    data = main_call("Bash", command="cat plain.txt pl*.txt")
+    data["cwd"] = str(tmp_path)
+    assert denial(await decide(guard, data)) is None
+
+
+async def test_the_mcp_wall_denies_all_but_the_declared_read_only_tools_on_main() -> None:
+    """Issue #16 item 7: every mcp__ tool on the main thread (and sub-leads) is denied unless the spec
+    lists it in glance_tools; subagents and built-in tools are untouched."""
+    lead = coordinator("lead", "goal", {"w": worker("does work", "work"), "sub": worker("leads", "lead")},
+                       glance_tools=["mcp__notes__read"], leads=["sub"])
+    assert lead.glance_tools == ("mcp__notes__read",)
+    _, wall = spec_guards(lead)["PreToolUse"]
+    reason = denial(await decide(wall, main_call("mcp__notes__write", text="x")))
+    assert reason and "mcp__notes__write" in reason
+    assert denial(await decide(wall, sub_call("mcp__notes__write", agent_type="sub", text="x")))
+    assert await decide(wall, main_call("mcp__notes__read")) == {}
+    assert await decide(wall, sub_call("mcp__notes__write", text="x")) == {}
+    assert await decide(wall, main_call("Read", file_path="/a")) == {}
+    plain = AgentSpec(name="reader", instructions="read", allowed_tools=["Read", "mcp__x__y"])
+    assert all(m.matcher is not None for m in spec_guards(plain).get("PreToolUse", []))
+
+
+async def test_filter_driver_names_cannot_break_out_of_the_hardened_command(tmp_path: Any) -> None:
+    """Issue #16 item 5: a driver name is repository data; it is quoted, never pasted into the shell."""
+    import subprocess
+
+    marker = tmp_path / "pwned"
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    hostile = f"x;touch {marker};y"
+    subprocess.run(["git", "-C", str(tmp_path), "config", f"filter.{hostile}.clean", "cat"], check=True)
+    guard = delegate_guard(allow_glance=True)
+    data = main_call("Bash", command="git status")
+    data["cwd"] = str(tmp_path)
+    command = (await decide(guard, data))["hookSpecificOutput"]["updatedInput"]["command"]
+    assert f"-c 'filter.{hostile}.clean='" in command
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, check=False)
+    assert not marker.exists()
+
+
+async def test_an_option_value_naming_a_fifo_is_refused(tmp_path: Any) -> None:
+    """Issue #16 item 4: `--opt=VALUE` words are looked up on disk by their value too."""
+    import os
+
+    os.mkfifo(tmp_path / "names")
+    guard = delegate_guard(allow_glance=True)
+    data = main_call("Bash", command="du --files0-from=names")
+    data["cwd"] = str(tmp_path)
+    assert "device, pipe or socket" in (denial(await decide(guard, data)) or "")
+
+
+async def test_a_glance_may_not_ask_for_a_long_timeout_or_read_a_huge_file(tmp_path: Any) -> None:
+    """Issue #16 item 4: the Bash tool's `timeout` is lowered to two minutes for a glance, and a reader
+    may not open a (sparse) file over 2 GiB."""
+    from flower.core.guard import GLANCE_TIMEOUT_MS
+
+    guard = delegate_guard(allow_glance=True)
+    out = await decide(guard, main_call("Bash", command="ls", timeout=600_000))
+    assert out["hookSpecificOutput"]["updatedInput"] == {"command": "ls", "timeout": GLANCE_TIMEOUT_MS}
+    assert await decide(guard, main_call("Bash", command="ls", timeout=5_000)) == {}
+    with open(tmp_path / "huge.log", "wb") as handle:
+        handle.truncate(3 << 30)
+    data = main_call("Bash", command="wc -l huge.log")
+    data["cwd"] = str(tmp_path)
+    assert "over 2 GiB" in (denial(await decide(guard, data)) or "")
+    data = main_call("Bash", command="ls -l huge.log")
+    data["cwd"] = str(tmp_path)
+    assert denial(await decide(guard, data)) is None
+
+
+def test_glance_tools_must_be_mcp_tool_names() -> None:
+    """Issue #16 item 7: a bare string or a built-in name is a configuration error, named."""
+    with pytest.raises(ConfigError, match="glance_tools"):
+        coordinator("lead", "goal", {"w": worker("does work", "work")}, glance_tools="mcp__a__b")
+    with pytest.raises(ConfigError, match="glance_tools"):
+        coordinator("lead", "goal", {"w": worker("does work", "work")}, glance_tools=["Write"])

@@ -56,3 +56,11 @@ def test_a_sessions_running_total_is_counted_once() -> None:
         live.update(Event("result", "", payload={"session_id": "s1", "cost_usd": total, "turns": 1}))
     live.update(Event("result", "", payload={"session_id": "s2", "cost_usd": 0.05, "turns": 1}))
     assert round(live.cost, 6) == 0.3 and live.turns == 3
+
+
+def test_a_new_process_after_a_retry_starts_a_new_total() -> None:
+    live, _ = view()
+    live.update(Event("result", "", payload={"session_id": "s1", "cost_usd": 0.4, "turns": 1}))
+    live.update(Event("retry", "x", payload={"kind": "transient", "attempt": 2, "max_attempts": 6}))
+    live.update(Event("result", "", payload={"session_id": "s1", "cost_usd": 0.4, "turns": 1}))  # resumed
+    assert round(live.cost, 6) == 0.8

@@ -15,6 +15,10 @@ EXPECTED = [
     "TrimmingSessionStore", "Workbench", "build_options", "classify", "coordinator", "delegate_guard",
     "index_guard", "is_ephemeral", "merge_hooks", "read_jsonl", "relay_guard", "rewrite", "spec_guards",
     "spill_guard", "validate", "whitelist_guard", "workbench_hooks", "worker",
+    # durable workflows (issue #13, L-6)
+    "Context", "FlowError", "Step", "StepAbort", "Workflow", "parallel",
+    # the human channel, clarify and the judge (issue #14, L-8, L-9, L-10)
+    "Brief", "Goal", "HumanChannel", "Verdict", "clarify_step", "goal_step", "with_goal",
 ]
 
 

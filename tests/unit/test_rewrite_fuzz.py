@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from flower.stores.jsonl import read_jsonl
@@ -29,10 +29,11 @@ ODD_VALUES = [{"x": 1}, ["a", "b"], 7, 1.5, True, "", "\ud800", None]
 MUTATIONS = [
     "parent", "leaf", "surrogate_use", "surrogate_orphan", "message_str", "insert_non_dict", "content_odd",
     "block_odd", "uuid_odd", "message_id_odd", "input_odd", "result_id_odd", "drop_message", "removed_odd_parent",
+    "type_swap", "use_id_odd", "result_content_odd", "flags_odd",
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(index: int) -> tuple[Any, ...]:
     return tuple(read_jsonl(PATHS[index]).entries)
 
@@ -88,6 +89,14 @@ def mutate(entries: list[Any], kind: str, where: float, odd: Any) -> None:
             if entries[j].get("type") == "assistant":
                 entries[j] = {**entries[j], "message": "a string, not a message"}
                 return
+    elif kind == "type_swap":  # a user entry claiming to be an assistant one, or the other way round
+        kind_now = entries[i].get("type")
+        swapped = {"user": "assistant", "assistant": "user"}.get(kind_now, "assistant") if isinstance(
+            kind_now, str) else "user"
+        entries[i] = {**entries[i], "type": swapped if odd is None else odd}
+    elif kind == "flags_odd":  # the markers the rewrites read, with odd values
+        entries[i] = {**entries[i], "isSidechain": odd, "agentId": odd, "isMeta": odd, "toolDenialKind": odd,
+                      "isApiErrorMessage": odd, "requestId": odd}
     elif kind == "drop_message":
         entries[i] = {k: v for k, v in entries[i].items() if k != "message"}
     elif kind == "message_id_odd":
@@ -121,6 +130,12 @@ def mutate(entries: list[Any], kind: str, where: float, odd: Any) -> None:
                 if block.get("type") == "tool_result" and kind == "result_id_odd":
                     _with_block(entries, j, number, {**block, "tool_use_id": odd})
                     return
+                if block.get("type") == "tool_result" and kind == "result_content_odd":
+                    _with_block(entries, j, number, {**block, "content": [odd, {"type": "text", "text": odd}]})
+                    return
+                if block.get("type") == "tool_use" and kind == "use_id_odd":
+                    _with_block(entries, j, number, {**block, "id": odd})
+                    return
 
 
 def _rename_result(entries: list[Any], after: int, old: Any, new: str) -> None:
@@ -140,6 +155,8 @@ def _rename_result(entries: list[Any], after: int, old: Any, new: str) -> None:
     ),
     trim=st.booleans(),
 )
+@example(index=57, planted=[("removed_odd_parent", 0.75, {"x": 1})], trim=False)  # an API error between two
+# results of one interrupted turn: the interrupt pass must see the turn as it is after the error is removed
 def test_rewrite_never_raises_on_stored_data(
     index: int, planted: list[tuple[str, float, Any]], trim: bool, tmp_path: Path
 ) -> None:
@@ -188,7 +205,7 @@ def test_the_store_reports_what_it_skipped(tmp_path: Path) -> None:
 
 # --- the four reproduced shapes, built exactly -------------------------------------------------------------
 
-from tests.data.transcripts import Transcript, bash, text  # noqa: E402
+from tests.data.transcripts import Transcript, bash, text
 
 
 def _orphan_then(shape: str) -> list[Any]:

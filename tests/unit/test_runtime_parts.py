@@ -254,6 +254,9 @@ def test_default_headroom_scales_with_the_window(monkeypatch: pytest.MonkeyPatch
     ("API Error: 404 model not found", "fatal"),
     ("error_max_turns: Reached maximum number of turns (3)", "fatal"),  # item 9
     ("You exceeded your current quota, please check your plan", "fatal"),
+    ("TypeError: fetch failed", "transient"),
+    ("API Error: Unable to connect to API (EPIPE)", "transient"),
+    ("CLINotFoundError: Claude Code not found at /x", "fatal"),
 ])
 def test_dns_outages_retry_and_caps_are_final(error: str, kind: str) -> None:
     assert classify(error) == kind
@@ -288,3 +291,34 @@ def test_a_fenced_heading_in_a_handoff_is_content() -> None:
            "## Next\n1. Publish.\n")
     sections = parse_handoff(doc)
     assert sections["next"] == "1. Publish." and "(placeholder)" in sections["doing"]
+
+
+def test_a_model_other_than_the_specs_is_warned_about_and_sets_the_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 3: the gateway serves another model than the spec names: say so, and follow its window."""
+    from flower.core.runtime import Runtime
+    from flower.core.spec import AgentSpec
+
+    monkeypatch.delenv("FLOWER_WINDOW", raising=False)
+    rt = Runtime(tmp_path, run_dir=tmp_path / "runs", workbench=False, env={"ANTHROPIC_MODEL": ""})
+    spec = AgentSpec(name="s", instructions="x", model="claude-opus-5-5")
+    events: list[Event] = []
+    assert rt.threshold(spec) == 750_000
+    rt._use_model(spec, "claude-haiku-4-5", events.append)
+    rt._use_model(spec, "claude-haiku-4-5", events.append)  # the same model again: nothing new
+    assert [e.payload["subtype"] for e in events] == ["model_mismatch", "window"]
+    assert events[1].payload["threshold"] == 150_000 and rt.threshold(spec) == 150_000
+
+
+def test_behind_a_proxy_the_proxy_is_probed() -> None:
+    """Item 10: with ANTHROPIC_BASE_URL unset the default host is probed, unless the CLI goes through a proxy
+    for it (a direct probe would fail while the CLI works)."""
+    from flower.core.resilience import DEFAULT_ENDPOINT, probe_target
+
+    assert probe_target({}) == DEFAULT_ENDPOINT
+    assert probe_target({"HTTPS_PROXY": "proxy.corp:3128"}) == "http://proxy.corp:3128"
+    assert probe_target({"HTTPS_PROXY": "http://p:1", "NO_PROXY": ".anthropic.com"}) == DEFAULT_ENDPOINT
+    local = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080", "HTTP_PROXY": "http://127.0.0.1:9",
+             "NO_PROXY": "127.0.0.1,localhost"}  # flower.testing's environment
+    assert probe_target(local) == "http://127.0.0.1:8080"

@@ -89,8 +89,8 @@ def test_readonly_opening_never_writes_and_refuses_what_is_not_a_store(tmp_path:
 def _read_only_mount_works(folder: Path) -> bool:
     if shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {folder} {folder} && "
-                            f"mount -o remount,ro,bind {folder}"], capture_output=True)
+    command = f"mount --bind {folder} {folder} && mount -o remount,ro,bind {folder}"
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", command], check=False, capture_output=True)
     return probe.returncode == 0
 
 
@@ -105,8 +105,16 @@ def test_report_reads_a_store_on_a_read_only_filesystem(tmp_path: Path) -> None:
     python = sys.executable
     script = (f"mount --bind {runs} {runs} && mount -o remount,ro,bind {runs} && "
               f"cd {REPO} && {python} -m flower report {runs} --json")
-    done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], check=False, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["sessions"] == [KEY["session_id"]]
     assert "not a flower session store" not in done.stderr
+    opening = (f"from flower.stores.sqlite import SqliteSessionStore\ntry:\n SqliteSessionStore('{runs}/sessions.db')"
+               "\nexcept Exception as e:\n print(e)")
+    script = (f"mount --bind {runs} {runs} && mount -o remount,ro,bind {runs} && cd {REPO} && "
+              f"{python} -c \"{opening}\"")
+    refused = subprocess.run(["unshare", "-m", "sh", "-c", script], check=False, capture_output=True, text=True,
+                             timeout=120)
+    assert "is on a read-only filesystem or folder" in refused.stdout, refused.stderr

@@ -1,0 +1,337 @@
+"""`flower go "request"`: one sentence to a judged result, woken again by running it again (L-11, L-12).
+
+    flower go "make the CSV importer handle quoted newlines"
+    flower go                      # asks for the request on one line (or, in a run's workspace, wakes it)
+
+clarify (questions on the terminal) -> goal -> work (a coordinator with a coder, judged in rounds) ->
+bequest (CLAUDE.md and AGENTS.md). The run is a durable workflow (`flower.flow`) in WORKSPACE/runs:
+running `flower go` again in the same workspace wakes it: a banner says what is resumed, what the human
+types on waking is appended to the brief and re-derives the goal, and the step in flight resumes its own
+session. `--new` archives brief, goal and the run's notes into notes/archive/<time>/ and starts over.
+
+On a terminal the last line is an input line (`flower.cli.console`): a typed line answers the pending
+question (a number picks an option) or goes to the inbox; Ctrl-C once asks for a remark and interrupts,
+twice stops and prints how to continue. On a pipe the output is plain lines and questions are answered
+with `flower answer` from elsewhere; `--json` prints the events as JSON lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from flower.cli.launch import check_credentials, cli_env, event_json
+from flower.core.events import Event
+from flower.errors import ConfigError
+from flower.report.text import fit, sanitize, wrap
+
+__all__ = ["go"]
+
+STATE = "go.json"
+"""In the run dir: the request the run started from and how many times it was woken."""
+ARCHIVED = ("brief.md", "goal.md", "go-questions.md", "human-questions.md")
+
+
+@dataclass
+class Wake:
+    run_id: str
+    number: int
+    request: str
+
+
+def _fail(message: str) -> None:
+    raise ConfigError(message)
+
+
+def _read_state(run_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((run_dir / STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_state(run_dir: Path, data: dict[str, Any]) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = run_dir / f".{STATE}.tmp"
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.replace(run_dir / STATE)
+
+
+def _unfinished(run_dir: Path, workspace: Path) -> str | None:
+    """The id of this workspace's unfinished go run in `run_dir`, if any."""
+    from flower.flow.runs import list_runs
+
+    if not (run_dir / "dbos.sqlite").exists():
+        return None
+    rows = [r for r in list_runs(run_dir) if r.workflow == "go" and Path(r.workspace or ".") == workspace
+            and r.state in ("interrupted", "running", "failed")]
+    return rows[-1].run_id if rows else None
+
+
+def _archive(notes: Path, run_dir: Path) -> Path | None:
+    """Move brief, goal, judge rounds and the run state under notes/archive/<time>/; None when nothing was there."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    target = notes / "archive" / stamp
+    moved = False
+    for path in [notes / name for name in ARCHIVED] + sorted(notes.glob("*-round*.md")) + [run_dir / STATE]:
+        if path.is_file() and not path.is_symlink():
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(path), target / path.name)
+            moved = True
+    return target if moved else None
+
+
+def _banner(wake: Wake, notes: Path, run_dir: Path) -> list[str]:
+    from flower.human.documents import Brief, Goal
+
+    brief = Brief.load(notes / "brief.md")
+    goal = Goal.load(notes / "goal.md")
+    lines = [f"<- waking run {wake.run_id} (wake {wake.number})"]
+    lines.append("   brief: " + ("confirmed" if brief is not None and brief.complete else "not yet confirmed"))
+    lines.append(f"   goal: {len(goal.checks)} items" if goal is not None else "   goal: not set yet")
+    work = _last_work_row(run_dir)
+    if work:
+        context = work.get("context")
+        where = f" at {context:,} tokens of context" if isinstance(context, int) else ""
+        lines.append(f"   work session {str(work.get('session_id') or '?')[:8]}{where}")
+    return lines
+
+
+def _last_work_row(run_dir: Path) -> dict[str, Any]:
+    try:
+        rows = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    work = [r for r in rows if isinstance(r, dict) and str(r.get("step", "")).startswith("work")]
+    return work[-1] if work else {}
+
+
+def _ask_line(prompt: str) -> str:
+    try:
+        return input(prompt)
+    except (EOFError, KeyboardInterrupt):
+        raise ConfigError("cancelled") from None
+
+
+class _Screen:
+    """Where the run's events go: the live view's lines, questions set apart, or JSON lines."""
+
+    def __init__(self, *, as_json: bool, threshold: int | None, interactive: bool) -> None:
+        from flower.cli.live import LiveView
+
+        self.as_json = as_json
+        # On a terminal the status sits in the input line's toolbar (the view is never entered, so no rich
+        # Live competes with the prompt); on a pipe it follows each reply as a plain line.
+        self.view = LiveView(threshold=threshold, console=Console(highlight=False), live=interactive)
+        self.cost = 0.0
+
+    def width(self) -> int:
+        return max(40, min(shutil.get_terminal_size((80, 24)).columns, 160))
+
+    def say(self, text: str) -> None:
+        if self.as_json:
+            click.echo(json.dumps({"kind": "notice", "text": text}, ensure_ascii=False))
+        else:
+            for line in wrap(sanitize(text), self.width(), hang="  "):
+                click.echo(line)
+
+    def __call__(self, event: Event) -> None:
+        if event.kind == "step" and event.payload.get("phase") == "end":
+            cost = event.payload.get("cost_usd")
+            self.cost += float(cost) if isinstance(cost, (int, float)) else 0.0
+        if self.as_json:
+            click.echo(event_json(event))
+            return
+        if event.kind == "ask":
+            self._question(event)
+        elif event.kind == "mail" and event.payload.get("phase") == "delivered":
+            self.say(f"+ the agent read your message: {event.text}")
+        else:
+            self.view.update(event)
+
+    def _question(self, event: Event) -> None:
+        state = event.payload.get("state", "asked")
+        qid = event.payload.get("id", "")
+        if state == "asked":
+            width = self.width()
+            for line in wrap(sanitize(event.text), width, first=f"? {qid} ", hang="    "):
+                click.echo(line)
+            for number, option in enumerate(event.payload.get("options") or (), 1):
+                for line in wrap(sanitize(str(option)), width, first=f"    {number}) ", hang="       "):
+                    click.echo(line)
+        elif state == "answered":
+            self.say(f"+ {qid} answered: {event.payload.get('answer', '')}")
+        elif state == "timeout":
+            self.say(f"! {qid}: nobody answered; it decides and records the assumption")
+        elif state == "over_budget":
+            self.say(f"! {qid}: no questions left in this run")
+        elif state == "declined":
+            self.say(f". {qid} skipped")
+
+
+@click.command()
+@click.argument("request", nargs=-1)
+@click.option("--workspace", "-w", default=".", show_default=True, help="The project the agents work in.")
+@click.option("--run-dir", "-r", default=None, help="The run's state (default: WORKSPACE/runs).")
+@click.option("--new", is_flag=True, help="Archive brief, goal and run state, and start over.")
+@click.option("--clarify-only", is_flag=True, help="Stop once the brief is confirmed.")
+@click.option("--no-goal", is_flag=True, help="Work without a goal and a judge.")
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Work rounds, each judged.")
+@click.option("--asks", type=click.IntRange(min=0), default=None,
+              help="At most this many questions from the agents (default: no limit; 0: none).")
+@click.option("--timeout", type=float, default=1800.0, show_default=True,
+              help="Seconds a question waits for an answer; 0 = never wait (fully automatic).")
+@click.option("--isolate", is_flag=True, help="Each coder dispatch in its own git worktree (a git workspace).")
+@click.option("--judge-can-run", is_flag=True, help="Let the judge run commands to check the goal.")
+@click.option("--model", default=None, help="Model for the coordinator (workers inherit it).")
+@click.option("--window", default=None, metavar="TOKENS", help="Context window, e.g. 200000 or 200k.")
+@click.option("--budget", type=float, default=None, metavar="USD", help="Stop cleanly once the run costs this much.")
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON lines.")
+@click.option("--verbose", "-v", is_flag=True, help="Show DBOS's own log lines.")
+def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool, clarify_only: bool,
+       no_goal: bool, rounds: int, asks: int | None, timeout: float, isolate: bool, judge_can_run: bool,
+       model: str | None, window: str | None, budget: float | None, as_json: bool, verbose: bool) -> None:
+    """From a one-line REQUEST to a judged result: clarify, goal, work, bequest."""
+    ws = Path(workspace).expanduser()
+    if not ws.is_dir():
+        _fail(f"workspace {workspace} is not a directory")
+    ws = ws.resolve()
+    runs = Path(run_dir).expanduser().resolve() if run_dir else ws / "runs"
+    if budget is not None and budget <= 0:
+        _fail(f"--budget must be a positive number of dollars, not {budget}")
+    if window is not None:
+        if not re.fullmatch(r"\d+[kKmM]?", window.strip()) or window.strip()[0] == "0":
+            _fail(f"--window must be a token count like 200000 or 200k, not {window!r}")
+        os.environ["FLOWER_WINDOW"] = window.strip()
+    check_credentials(os.environ)
+    text = " ".join(request).strip()
+    _run(text, ws, runs, new=new, clarify_only=clarify_only, no_goal=no_goal, rounds=rounds, asks=asks,
+         timeout=timeout, isolate=isolate, judge_can_run=judge_can_run, model=model, budget=budget,
+         as_json=as_json, verbose=verbose)
+
+
+def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_goal: bool, rounds: int,
+         asks: int | None, timeout: float, isolate: bool, judge_can_run: bool, model: str | None,
+         budget: float | None, as_json: bool, verbose: bool) -> None:
+    from flower.core.dispatch import check_isolation
+    from flower.core.runtime import Runtime
+    from flower.go.flow import GoOptions, lead_spec, starter_flow
+    from flower.human.channel import HumanChannel
+    from flower.human.judge import GoalStep
+
+    tty = sys.stdin.isatty() and sys.stdout.isatty() and not as_json
+    runtime = Runtime(ws, run_dir=runs, env=cli_env())
+    notes = Path(runtime.workbench.notes) if runtime.workbench is not None else runs
+    options = GoOptions(rounds=rounds, no_goal=no_goal, clarify_only=clarify_only, isolate=isolate,
+                        judge_can_run=judge_can_run, model=model, budget=budget)
+    screen = _Screen(as_json=as_json, threshold=None, interactive=tty)
+    if new:
+        where = _archive(notes, runs)
+        if where is not None:
+            screen.say(f"archived the earlier brief, goal and run state to {where}")
+    state = {} if new else _read_state(runs)
+    prior = None if new else _unfinished(runs, ws)
+    wake = None
+    if prior is not None:
+        wake = Wake(prior, int(state.get("wakes", 0)) + 1, str(state.get("request") or text))
+    if wake is None and not text:
+        if not tty:
+            _fail("give the request as an argument: flower go \"what should be done\"")
+        text = _ask_line("what should be done? (one sentence, Enter to start) > ").strip()
+        if not text:
+            _fail("an empty request: say in one sentence what should be done")
+    channel = HumanChannel(max_asks=asks, timeout_s=timeout, on_event=screen).bind(runtime)
+    lead = lead_spec(channel, options)
+    check_isolation(lead, ws)
+    screen.view.threshold = runtime.threshold(lead)
+    request = wake.request if wake is not None else text
+    _write_state(runs, {"request": request, "wakes": wake.number if wake is not None else 0,
+                        "workspace": str(ws)})
+    if wake is not None:
+        for line in _banner(wake, notes, runs):
+            screen.say(line)
+        # Mail: appended to the brief at once, and the coordinator reads it at its next inbox call.
+        if text and channel.send(text, source="terminal") is not None:
+            screen.say("+ appended to the brief; the goal is derived again from it")
+    workflow = starter_flow(request, channel, options)
+
+    stopped: dict[str, float] = {}
+
+    async def main() -> Any:
+        if wake is not None and text and not no_goal and (notes / "goal.md").exists():
+            # The brief file as written, with what was added to it (a `Brief` keeps its four sections only).
+            brief = (notes / "brief.md").read_text(encoding="utf-8", errors="replace")
+            await GoalStep(always_set=True, can_run=judge_can_run).run(runtime, brief, on_event=screen)
+        loop = asyncio.get_running_loop()
+        work: asyncio.Future[Any] = loop.create_future()
+
+        def on_event(event: Event) -> None:
+            screen(event)
+            if budget is not None and screen.cost >= budget and "budget" not in stopped:
+                stopped["budget"] = screen.cost
+                loop.call_soon_threadsafe(work.cancel)
+
+        work = asyncio.ensure_future(workflow.run(runtime, on_event=on_event, new=new, verbose=verbose))
+        line = reader = None
+        if tty:
+            from flower.cli.console import InputLine
+
+            line = InputLine(channel, interrupt=runtime.interrupt, stop=partial(_cancel, work),
+                             status=lambda: fit(screen.view.status_line(), screen.width() - 1), say=screen.say)
+            reader = asyncio.ensure_future(_patched(line))
+        try:
+            return await work
+        finally:
+            if line is not None and reader is not None:
+                line.close()
+                await asyncio.gather(reader, return_exceptions=True)
+
+    try:
+        ctx = asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        if "budget" in stopped:
+            click.echo(f"flower: stopped at ${stopped['budget']:.4f}, past the budget of ${budget:.2f}; the run is "
+                       f"kept. Continue it with: flower go -w {ws} --budget MORE", err=True)
+            raise SystemExit(1) from None
+        click.echo(f"flower: stopped; the run is kept. Continue it with: flower go -w {ws}", err=True)
+        raise SystemExit(130) from None
+    _summary(ctx, screen, runtime, ws, notes)
+
+
+def _cancel(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+
+
+async def _patched(line: Any) -> None:
+    from prompt_toolkit.patch_stdout import patch_stdout
+
+    with patch_stdout(raw=True):
+        await line.run()
+
+
+def _summary(ctx: Any, screen: _Screen, runtime: Any, ws: Path, notes: Path) -> None:
+    results = ctx.results if hasattr(ctx, "results") else {}
+    rounds = len(list(notes.glob("*-round*.md")))  # one verdict file per judged round
+    files = [p for p in (notes / "brief.md", notes / "goal.md", ws / "CLAUDE.md", ws / "AGENTS.md") if p.exists()]
+    if ctx.failed_at:
+        why = ctx.aborted or getattr(results.get(ctx.failed_at), "error", None) or "its gate said no"
+        screen.say(f"x stopped at {ctx.failed_at}: {why}")
+    shown = [str(p.relative_to(ws)) if p.is_relative_to(ws) else str(p) for p in files]
+    screen.say(f"= run {runtime.run_id}: ${screen.cost:.4f} in this process"
+               + (f", {rounds} judged round(s)" if rounds else "") + "; files: " + ", ".join(shown))
+    if ctx.failed_at:
+        raise SystemExit(1)

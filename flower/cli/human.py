@@ -1,0 +1,130 @@
+"""`flower asks / answer / say`: steer a running agent from another terminal or machine (L-8).
+
+    flower asks RUN                  the questions waiting for an answer
+    flower answer RUN [QID] TEXT     answer one (the oldest waiting when QID is left out)
+    flower say RUN TEXT              put a message in the run's inbox (and so in its brief)
+
+RUN is a run dir (its `human.db` mailbox, every run in it), or with `--store postgresql://...` the run id of
+a run whose store is that database. The commands only append letters to the mailbox (`flower.human.mailbox`);
+the run's channel picks them up while a question waits and on every inbox call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import click
+
+from flower.errors import ConfigError
+from flower.human.mailbox import (
+    MAILBOX_FILE,
+    Mailbox,
+    PendingQuestion,
+    is_postgres_dsn,
+    open_mailbox,
+    pending_questions,
+)
+
+__all__ = ["answer", "asks", "say"]
+
+BROADCAST = "*"
+_QID = re.compile(r"q\d+")
+
+store_option = click.option(
+    "--store", envvar="FLOWER_STORE", default=None, metavar="DSN",
+    help="The run's PostgreSQL store (postgresql://...); RUN is then its run id (env FLOWER_STORE).",
+)
+schema_option = click.option("--schema", default="flower", show_default=True,
+                             help="PostgreSQL schema of the store.")
+
+
+def _open(run: str, store: str | None, schema: str) -> tuple[Mailbox, str | None]:
+    """The mailbox and the run key to read (None: every run of a run dir)."""
+    if store and is_postgres_dsn(store):
+        return open_mailbox(".", store, schema=schema), run
+    folder = Path(run)
+    if not folder.is_dir():
+        raise ConfigError(f"{run} is not a run dir; for a run in PostgreSQL pass its run id with --store DSN")
+    if not (folder / MAILBOX_FILE).exists():
+        raise ConfigError(f"{run} has no human channel mailbox ({MAILBOX_FILE}): no run there used a HumanChannel")
+    return open_mailbox(folder), None
+
+
+def _pending(mailbox: Mailbox, run: str | None) -> list[PendingQuestion]:
+    return pending_questions(mailbox.read(run))
+
+
+def _age(at: float) -> str:
+    seconds = max(0, int(time.time() - at))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+@click.command()
+@click.argument("run")
+@store_option
+@schema_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of lines.")
+def asks(run: str, store: str | None, schema: str, as_json: bool) -> None:
+    """List the questions a run is waiting on (RUN: run dir, or run id with --store)."""
+    mailbox, key = _open(run, store, schema)
+    try:
+        waiting = _pending(mailbox, key)
+    finally:
+        mailbox.close()
+    if as_json:
+        click.echo(json.dumps([{"run": q.run, "id": q.id, "question": q.question, "options": list(q.options),
+                                "asked_at": q.asked_at} for q in waiting], ensure_ascii=False, indent=1))
+        return
+    if not waiting:
+        click.echo("no question is waiting")
+    for q in waiting:
+        options = f"  [{' | '.join(q.options)}]" if q.options else ""
+        run_name = f"  {q.run}" if q.run else ""
+        click.echo(f"{q.id}{run_name}  asked {_age(q.asked_at)} ago  {q.question}{options}")
+
+
+@click.command()
+@click.argument("run")
+@click.argument("words", nargs=-1, required=True, metavar="[QID] TEXT")
+@click.option("--decline", is_flag=True, help="Skip the question instead; TEXT (optional) is the reason.")
+@store_option
+@schema_option
+def answer(run: str, words: tuple[str, ...], decline: bool, store: str | None, schema: str) -> None:
+    """Answer a waiting question (the oldest, unless QID like q3 is given)."""
+    qid = words[0] if _QID.fullmatch(words[0]) and (len(words) > 1 or decline) else None
+    text = " ".join(words[1:] if qid else words).strip()
+    if not text and not decline:
+        raise ConfigError("the answer is empty")
+    mailbox, key = _open(run, store, schema)
+    try:
+        waiting = _pending(mailbox, key)
+        if not waiting:
+            raise ConfigError(f"no question is waiting in {run}")
+        chosen = next((q for q in waiting if q.id == qid), None) if qid else waiting[0]
+        if chosen is None:
+            raise ConfigError(f"{qid} is not waiting for an answer (waiting: {', '.join(q.id for q in waiting)})")
+        mailbox.post(chosen.run, "decline" if decline else "answer", text, ref=chosen.id)
+    finally:
+        mailbox.close()
+    click.echo(f"{'declined' if decline else 'answered'} {chosen.id}: {chosen.question}")
+
+
+@click.command()
+@click.argument("run")
+@click.argument("words", nargs=-1, required=True, metavar="TEXT")
+@store_option
+@schema_option
+def say(run: str, words: tuple[str, ...], store: str | None, schema: str) -> None:
+    """Send a message to a running agent: its next inbox call delivers it, and it is added to the brief."""
+    text = " ".join(words).strip()
+    if not text:
+        raise ConfigError("the message is empty")
+    mailbox, key = _open(run, store, schema)
+    try:
+        mailbox.post(key if key is not None else BROADCAST, "mail", text)
+    finally:
+        mailbox.close()
+    click.echo(f"sent to {run}: the run's next inbox call delivers it")

@@ -1,0 +1,273 @@
+"""Git in a glance: the read-only subcommands, their flags, and the pins that keep git from running a
+repository's programs (S-9, issue #16).
+
+Concept. A glance may run git's read-only forms (status, diff, log, show, branch/tag listing, config
+get, ...). Reading is not enough to be harmless: a repository's own configuration and attributes can
+make plain `git status` or `git diff` run programs (`core.fsmonitor`, `diff.external`, a textconv or
+clean/process filter, `gpg.program` through `log.showSignature` or a `%G` format). So:
+
+- The tables below allow only read-only forms; `%G` placeholders (signature checks run gpg) are
+  refused, and `git -C DIR` only names a directory below the working directory.
+- `GIT_PINS` (global `-c` settings) and each subcommand's `harden` flags (`--no-ext-diff
+  --no-textconv`, `--no-filters`) are inserted into every git command of a glance by the wall, through
+  the PreToolUse hook's `updatedInput` (`flower.core.guard`). `filter_pins(directory)` adds an empty
+  clean/smudge/process command for each filter driver the repository's config defines (git has no
+  switch that turns filters off as a whole; an empty command disables a driver).
+
+Git's subcommands parse options anywhere (parse-options permutes and ignores POSIXLY_CORRECT), so
+their rules use `order="permute"`; git's own options end at the subcommand.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from dataclasses import replace
+
+from flower.core.glance_options import Args, Refusal, Rule, literal
+
+__all__ = ["GIT", "GIT_PINS", "GIT_RULE", "check_git_words", "filter_pins"]
+
+GIT_PINS = (
+    "--no-pager --no-optional-locks -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.pager=cat"
+    " -c diff.external= -c log.showSignature=false -c gpg.program= -c gpg.ssh.program= -c gpg.x509.program="
+    " -c diff.ignoreSubmodules=all -c status.submoduleSummary=false -c protocol.allow=never"
+    " -c blame.ignoreRevsFile= -c core.attributesFile=/dev/null"
+)
+"""Global settings pinned on every glance git command: no fsmonitor hook, pager, external diff, hook
+(an index refresh may fire post-index-change) or signature program runs, the index is not rewritten,
+submodules (with configs of their own) are not entered, no transport is allowed (a partial clone would
+fetch missing objects, naming them to the remote), and no configured side file is read."""
+
+_NO_PROGRAMS = "--no-ext-diff --no-textconv"
+
+
+def filter_pins(directory: str | os.PathLike[str]) -> str:
+    """`-c filter.NAME.clean= ...` for every filter driver the repository at `directory` configures."""
+    try:
+        listed = subprocess.run(
+            ["git", *GIT_PINS.split(), "config", "--null", "--name-only", "--get-regexp", r"^filter\."],
+            cwd=directory, capture_output=True, timeout=5, check=False, stdin=subprocess.DEVNULL,
+        ).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    names = sorted({key[len("filter.") : key.rindex(".")] for key in listed.split("\0") if key.count(".") >= 2})
+    pins = []
+    for name in names:
+        # A subsection may hold any character but newline: quote each setting for the shell.
+        pins += ["-c " + shlex.quote(f"filter.{name}.{key}=") for key in ("clean", "smudge", "process")]
+        pins.append("-c " + shlex.quote(f"filter.{name}.required=false"))
+    return " ".join(pins)
+
+
+def check_git_words(name: str, values: list[str]) -> None:
+    """Refuse `%G` and `%(signature...)` placeholders in any git word: a signature check runs gpg.program."""
+    for value in values:
+        if "%G" in value or "%(signature" in value:
+            raise Refusal("word", f"{name} %G (signature checks run gpg)")
+
+
+def _check_dir(args: Args) -> None:
+    for value in args.values("-C"):
+        parts = value.split("/")
+        if value.startswith(("/", "~", "$")) or ".." in parts or not value:
+            raise Refusal("outside", f"git -C {value}")
+
+
+# The flags that put git branch in list mode (builtin/branch.c); -v/-a/-r do not: `git branch -v x` creates x.
+_BRANCH_LISTS = ("-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at")
+
+
+def _check_git_branch(args: Args) -> None:
+    # An operand names a branch to create, unless a list-mode flag makes it a pattern or commit.
+    if args.operands and (not args.has(*_BRANCH_LISTS) or args.has("--show-current")):
+        raise Refusal("subcommand", "git branch NAME")
+
+
+# The flags that put git tag in list mode (builtin/tag.c): without one an operand names a tag to create.
+_TAG_LISTS = ("-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "-n")
+
+
+def _check_git_tag(args: Args) -> None:
+    if args.operands and not args.has(*_TAG_LISTS):
+        raise Refusal("subcommand", "git tag NAME")
+
+
+_CONFIG_MODES = {"--get": 2, "--get-all": 2, "--get-regexp": 2, "--get-urlmatch": 2, "--list": 0, "-l": 0}
+
+
+def _check_git_config(args: Args) -> None:
+    modes = [f for f, _ in args.flags if f in _CONFIG_MODES]
+    ops = [literal(w, "git config") for w in args.operands]
+    if len(modes) == 1 and len(ops) <= _CONFIG_MODES[modes[0]] and (ops or modes[0] in ("--list", "-l")):
+        return
+    if not modes and (len(ops) == 1 and ops != ["list"] or ops[:1] == ["get"] and len(ops) == 2 or ops == ["list"]):
+        return  # `git config KEY` gets; `get KEY` and `list` are git 2.46's spelling
+    raise Refusal("subcommand", "git config (only KEY, --get, --get-all, --get-regexp, --list, get, list)")
+
+
+_REV_FLAGS = ("--all", "--branches", "--tags", "--remotes", "--glob", "--reflog")
+
+
+def _check_git_shortlog(args: Args) -> None:
+    if not args.operands and not args.has(*_REV_FLAGS):
+        raise Refusal("revision", "git shortlog")
+
+
+_GIT_DIFF = (
+    "-p -u -s --patch --no-patch --raw --patch-with-raw --patch-with-stat --numstat --shortstat"
+    " --summary --name-only --name-status --compact-summary --full-index --binary --check --no-renames"
+    " --color=? --no-color --color-words=? --word-diff=? --word-diff-regex= --color-moved=?"
+    " --no-color-moved -b --ignore-space-change -w --ignore-all-space --ignore-space-at-eol"
+    " --ignore-blank-lines --ignore-cr-at-eol -I= --ignore-matching-lines= --minimal --patience"
+    " --histogram --diff-algorithm= --indent-heuristic --no-indent-heuristic -R -a --text --exit-code"
+    " --quiet --no-ext-diff --no-textconv -W --function-context --stat=? --stat-width= --stat-name-width="
+    " --stat-graph-width= --stat-count= --dirstat=? -X=? --cumulative --relative=? --no-relative -U=?"
+    " --unified= --inter-hunk-context= -M=? --find-renames=? -C=? --find-copies=? --find-copies-harder"
+    " -B=? --break-rewrites=? -D --irreversible-delete -l= --diff-filter= -S= -G= --pickaxe-all"
+    " --pickaxe-regex --find-object= -O= --src-prefix= --dst-prefix= --no-prefix --default-prefix"
+    " --line-prefix= --abbrev=? --no-abbrev --submodule=? --ignore-submodules=? -z"
+)
+_GIT_REVS = (
+    " --max-count= --skip= --since= --after= --until= --before= --author= --committer= --grep="
+    " --all-match --invert-grep -i --regexp-ignore-case --basic-regexp -E --extended-regexp -F"
+    " --fixed-strings -P --perl-regexp --merges --no-merges --min-parents= --max-parents= --first-parent"
+    " --not --all --branches=? --tags=? --remotes=? --glob= --exclude= --reflog --cherry-mark"
+    " --cherry-pick --left-only --right-only --cherry -g --walk-reflogs --merge --boundary"
+    " --simplify-by-decoration --full-history --dense --sparse --simplify-merges --ancestry-path=?"
+    " --show-pulls --date-order --author-date-order --topo-order --reverse --no-walk=? --do-walk"
+    " --pretty=? --format= --abbrev-commit --no-abbrev-commit --oneline --encoding= --expand-tabs=?"
+    " --no-expand-tabs --notes=? --no-notes --relative-date --date= --parents --children --left-right"
+    " --graph --decorate=? --no-decorate --decorate-refs= --decorate-refs-exclude= --source --mailmap"
+    " --use-mailmap --no-mailmap --full-diff --log-size -L= --follow -m -c --cc --dd --diff-merges="
+    " --no-diff-merges -t"
+)
+_GIT_LOG = _GIT_DIFF + _GIT_REVS + " -n="
+_GIT_REVIEW = Rule(_GIT_LOG, numeric=True, order="permute", extra={"harden": _NO_PROGRAMS})
+
+GIT: dict[str, Rule] = {
+    "status": Rule(
+        "-s --short -b --branch --show-stash --porcelain=? --long -v --verbose -u=? --untracked-files=?"
+        " --ignored=? --ignore-submodules=? -z --column=? --no-column --ahead-behind --no-ahead-behind"
+        " --renames --no-renames --find-renames=?"
+    ),
+    "diff": Rule(_GIT_DIFF + " --cached --staged --merge-base --no-index", order="permute",
+                 extra={"harden": _NO_PROGRAMS}),
+    "log": _GIT_REVIEW,
+    "show": _GIT_REVIEW,
+    "rev-list": Rule(_GIT_LOG + " --count --objects --no-object-names --timestamp", numeric=True, order="permute"),
+    "shortlog": Rule(
+        # shortlog's own --committer is a switch (group by committer), not log's --committer=PATTERN.
+        _GIT_REVS.replace(" --committer=", "")
+        + " -n --numbered -s --summary -e --email --committer -w=? --group=",
+        check=_check_git_shortlog,
+    ),
+    "branch": Rule(
+        "-a --all -r --remotes -v --verbose -l --list --show-current --contains=? --no-contains=?"
+        " --merged=? --no-merged=? --points-at= --sort= --format= --color=? --no-color --column=?"
+        " --no-column --abbrev=? --no-abbrev -i --ignore-case --omit-empty",
+        check=_check_git_branch,
+    ),
+    "stash": Rule(
+        bare=False,
+        subcommands={
+            "list": _GIT_REVIEW,
+            "show": Rule(_GIT_DIFF + " --include-untracked --only-untracked", max_operands=1, order="permute",
+                         extra={"harden": _NO_PROGRAMS}),
+        },
+    ),
+    "worktree": Rule(bare=False, subcommands={"list": Rule("--porcelain -v --verbose -z --expire=", 0)}),
+    "remote": Rule("-v --verbose", subcommands={"get-url": Rule("--push --all", 1)}),
+    # `git reflog [show] [REF]`: an operand that names no verb is a ref, read as `show`.
+    "reflog": Rule(subcommands={"show": _GIT_REVIEW, "exists": Rule("", 1, order="permute")},
+                   fallback="show", verbs=frozenset("show expire delete exists drop list write".split())),
+    "rev-parse": Rule(
+        "--git-dir --git-common-dir --show-toplevel --show-prefix --show-cdup"
+        " --show-superproject-working-tree --is-inside-work-tree --is-inside-git-dir"
+        " --is-bare-repository --is-shallow-repository --absolute-git-dir --abbrev-ref=? --short=?"
+        " --verify -q --quiet --symbolic --symbolic-full-name --all --branches=? --tags=? --remotes=?"
+        " --glob= --exclude= --since= --until= --after= --before= --default= --prefix= --revs-only"
+        " --no-revs --flags --no-flags --sq --not --local-env-vars --resolve-git-dir= --git-path="
+        " --show-object-format=? --show-ref-format --path-format= --disambiguate="
+    ),
+    "describe": Rule(
+        "--tags --all --long --abbrev=? --always --dirty=? --broken=? --match= --exclude="
+        " --first-parent --contains --exact-match --candidates= --debug"
+    ),
+    "ls-files": Rule(
+        "-c --cached -d --deleted -m --modified -o --others -i --ignored -s --stage -u --unmerged -k"
+        " --killed -z -t -v -f --full-name --abbrev=? --error-unmatch --exclude="
+        " -x= --exclude-from= -X= --exclude-per-directory= --exclude-standard --directory"
+        " --no-empty-directory --eol --deduplicate --format= --sparse --with-tree="
+    ),
+    "ls-tree": Rule(
+        "-d -r -t -l --long -z --name-only --name-status --object-only --full-name --full-tree"
+        " --abbrev=? --format="
+    ),
+    "blame": Rule(
+        "-b --root --show-stats -L= -l -t -S= --reverse -p --porcelain --line-porcelain --incremental"
+        " --encoding= --contents= --date= --progress --no-progress -M=? -C=? --ignore-rev="
+        " --ignore-revs-file= --color-lines --color-by-age -c -e --show-email -f --show-name -n"
+        " --show-number -s -w --abbrev=? --first-parent --minimal --score-debug --no-textconv",
+        order="permute", extra={"harden": "--no-textconv"},
+    ),
+    "for-each-ref": Rule(
+        "--count= --sort= --format= --color=? --shell -s --perl -p --python --tcl --points-at="
+        " --merged=? --no-merged=? --contains=? --no-contains=? --ignore-case --omit-empty --exclude="
+        " --include-root-refs"
+    ),
+    "cat-file": Rule("-t -s -e -p --mailmap --use-mailmap --no-mailmap --allow-unknown-type", 2),
+    "config": Rule(
+        "--get --get-all --get-regexp --get-urlmatch --list -l --show-origin --show-scope --global"
+        " --system --local --worktree --type= --bool --int --bool-or-int --path --expiry-date --null -z"
+        " --name-only --includes --no-includes --default= --fixed-value --all --regexp --value= --url=",
+        check=_check_git_config,
+    ),
+    "show-ref": Rule("--head --branches --heads --tags -d --dereference -s --hash=? --abbrev=? --verify"
+                     " -q --quiet --exists"),
+    "merge-base": Rule("-a --all --octopus --independent --is-ancestor --fork-point"),
+    "name-rev": Rule("--tags --refs= --exclude= --all --name-only --no-undefined --always"),
+    "grep": Rule(
+        "-i --ignore-case -I -w --word-regexp -v --invert-match -h -H --full-name -E --extended-regexp"
+        " -G --basic-regexp -P --perl-regexp -F --fixed-strings -n --line-number --column -l"
+        " --files-with-matches --name-only -L --files-without-match -z --null -o --only-matching -c"
+        " --count --color=? --no-color --break --heading -p --show-function -W --function-context -A= -B="
+        " -C= --after-context= --before-context= --context= -e= -f= --and --or --not --all-match -q"
+        " --quiet --cached --untracked --no-index --no-exclude-standard --exclude-standard"
+        " --max-depth= -r --recursive --no-recursive -a --text --threads= -m="
+        " --max-count= --no-textconv",
+        numeric=True, order="permute", extra={"harden": "--no-textconv"},
+    ),
+    "count-objects": Rule("-v --verbose -H --human-readable", 0),
+    "check-ignore": Rule("-q --quiet -v --verbose -n --non-matching --no-index"),
+    # no -w (writes), no --stdin; clean filters are pinned off
+    "hash-object": Rule("-t= --path= --no-filters --literally", order="permute", extra={"harden": "--no-filters"}),
+    "tag": Rule(
+        "-l --list -n=? --sort= --format= --color=? --column=? --no-column --contains=? --no-contains=?"
+        " --merged=? --no-merged=? --points-at= -i --ignore-case --omit-empty",
+        order="permute", check=_check_git_tag,
+    ),
+    "symbolic-ref": Rule("-q --quiet --short --no-recurse", 1),  # two operands would set the ref
+    "cherry": Rule("-v --abbrev=?", 3),
+    "var": Rule("-l", 1),
+    "version": Rule("--build-options", 0),
+}
+
+
+
+_GIT_OPTIONS = (
+    "-C= --no-pager -P --no-optional-locks --literal-pathspecs --glob-pathspecs --noglob-pathspecs"
+    " --icase-pathspecs --no-replace-objects --version"
+)
+
+
+def _permuting(rule: Rule) -> Rule:
+    subs = {name: _permuting(sub) for name, sub in (rule.subcommands or {}).items()} or None
+    return replace(rule, order="permute", subcommands=subs)
+
+
+GIT = {name: _permuting(rule) for name, rule in GIT.items()}
+
+GIT_RULE = Rule(_GIT_OPTIONS, subcommands=GIT, check=_check_dir, order="stop")
+"""git itself: its own options end at the subcommand."""

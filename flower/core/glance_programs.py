@@ -1,0 +1,326 @@
+"""Checkers for the little languages a glance may carry: sed scripts and awk programs (S-9); jq filters
+have their own module, `flower.core.glance_jq`.
+
+Concept. A program handed to sed, awk or jq is a glance only if it can neither write, run, connect nor
+run without end. Each checker is a small lexer of its language that allows the read-and-print core and
+refuses the rest with `Refusal("script", ...)` (writes, runs) or `Refusal("loop", ...)` (never ends or
+eats memory):
+
+- sed: no `w`/`W`/`e`, no `s///w`, `s///e`; no branch back to an earlier label (`:a;...;ba` can spin
+  for ever) and no `D` (restarts the cycle without reading: `G;D` never ends); no `r`/`R` (a file named
+  inside the program could be a FIFO the wall never sees). Fragments of `-e` are joined with newlines, as GNU sed does, so labels span them.
+- awk: no system(), pipes, print redirection, @-directives, comments; no `while`/`do`/C-style `for`
+  (only `for (k in array)`, which visits a finite array), no functions (recursion); `getline` only from
+  the main input (`getline < FILE` could open a computed or `/inet/` path), no `ARGV`/`ARGC`/`PROCINFO`
+  (which redirect input), printf/sprintf formats must be string literals, no `%*`, no number over six
+  digits (a 1e9-wide field eats memory), no statement that can double a string each time it runs
+  (`s = s s`, two variables joined into one of them, `gsub` into a variable that outlives the record).
+"""
+
+from __future__ import annotations
+
+import re
+
+from flower.core.glance_options import Refusal
+from flower.core.glance_paths import device_word
+
+__all__ = ["awk_program_ok", "check_awk", "check_sed", "sed_script_ok"]
+
+# --- sed: GNU sed's script grammar ------------------------------------------------------------------
+
+_SED_PLAIN = set("=dgGhHnNpPxzF")
+_SED_LABEL = re.compile(r"[ \t]*([^;\n]*)")
+
+
+def _sed_delimited(script: str, i: int, delim: str) -> int:
+    """Index just past the closing `delim` (backslash escapes the next char, as in GNU match_slash)."""
+    while i < len(script):
+        ch = script[i]
+        if ch == "\\":
+            i += 2
+        elif ch == "\n":
+            break
+        elif ch == delim:
+            return i + 1
+        else:
+            i += 1
+    raise Refusal("script", "sed")
+
+
+_SED_NUMERIC_ADDRESS = re.compile(r"[0-9]+(?:~[0-9]+)?|\$|[+~][0-9]+")
+_SED_NUMBER = re.compile(r"[ \t]*[0-9]*")
+
+
+def _sed_address(script: str, i: int) -> int:
+    m = _SED_NUMERIC_ADDRESS.match(script, i)
+    if m:
+        return m.end()
+    if script.startswith("/", i):
+        i = _sed_delimited(script, i + 1, "/")
+    elif script.startswith("\\", i) and i + 1 < len(script) and script[i + 1] not in "\n\\":
+        i = _sed_delimited(script, i + 2, script[i + 1])
+    else:
+        return i
+    while i < len(script) and script[i] in "IM":
+        i += 1
+    return i
+
+
+def _sed_end(script: str, i: int) -> int:
+    while i < len(script) and script[i] in " \t":
+        i += 1
+    if i < len(script) and script[i] not in ";\n}#":
+        raise Refusal("script", "sed")
+    return i
+
+
+def sed_script_ok(script: str) -> bool:
+    """Whether every command of a GNU sed script only reads and prints, and the script ends."""
+    try:
+        _sed_walk(script)
+    except Refusal:
+        return False
+    return True
+
+
+def _sed_walk(script: str) -> None:
+    i, n, depth = 0, len(script), 0
+    labels: set[str] = set()
+    while True:
+        while i < n and script[i] in " \t\n;":
+            i += 1
+        if i >= n:
+            break
+        if script[i] == "#":
+            end = script.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        i = _sed_address(script, i)
+        if script.startswith(",", i):
+            i = _sed_address(script, i + 1)
+        while i < n and script[i] in " \t!":
+            i += 1
+        if i >= n:
+            raise Refusal("script", "sed")
+        cmd, i = script[i], i + 1
+        if cmd == "{":
+            depth += 1
+        elif cmd == "}":
+            depth -= 1
+            if depth < 0:
+                raise Refusal("script", "sed")
+            i = _sed_end(script, i)
+        elif cmd in _SED_PLAIN:
+            i = _sed_end(script, i)
+        elif cmd in "lLqQ":
+            i = _sed_end(script, _SED_NUMBER.match(script, i).end())  # type: ignore[union-attr]
+        elif cmd in ":btTv":
+            m = _SED_LABEL.match(script, i)
+            label = m.group(1).strip()  # type: ignore[union-attr]
+            if cmd == ":":
+                if not label:
+                    raise Refusal("script", "sed")
+                labels.add(label)
+            elif cmd in "btT" and label in labels:
+                raise Refusal("loop", "sed")  # a jump back to an earlier label: a loop
+            elif cmd in "btT" and label and not re.fullmatch(r"[\w.-]+", label):
+                raise Refusal("script", "sed")
+            i = _sed_end(script, m.end())  # type: ignore[union-attr]
+        elif cmd in "aicrR":
+            i = _sed_text(script, i, cmd)
+        elif cmd in "sy":
+            i = _sed_substitute(script, i, cmd)
+        elif cmd == "D":
+            raise Refusal("loop", "sed")  # restarts the cycle without reading: `G;D` never ends
+        else:
+            raise Refusal("script", "sed")  # w, W, e and anything we do not know
+    if depth:
+        raise Refusal("script", "sed")
+
+
+def _sed_text(script: str, i: int, cmd: str) -> int:
+    """a/i/c text and r/R file names run to the end of the line; refuse the multi-line `\\` forms,
+    whose continuation rules we would rather not model, and device files."""
+    end = script.find("\n", i)
+    end = len(script) if end < 0 else end
+    text = script[i:end].strip(" \t")
+    if text.startswith("\\") or text.endswith("\\") or (cmd in "rR" and not text):
+        raise Refusal("script", "sed")
+    if cmd in "rR" and (device_word(text) or text == "-"):
+        raise Refusal("device", f"sed {cmd} {text}")
+    if cmd in "rR":
+        # The file is named inside the program, where the wall's look at the disk cannot see a FIFO.
+        raise Refusal("script", "sed")
+    return end
+
+
+def _sed_substitute(script: str, i: int, cmd: str) -> int:
+    if i >= len(script) or script[i] in "\\\n":
+        raise Refusal("script", "sed")
+    delim = script[i]
+    i = _sed_delimited(script, _sed_delimited(script, i + 1, delim), delim)
+    if cmd == "s":
+        while i < len(script) and (script[i] in "gpiImM" or script[i].isdigit()):
+            i += 1  # w (write) and e (execute) are not in the set
+    return _sed_end(script, i)
+
+
+def check_sed(scripts: list[str]) -> None:
+    """Refuse a sed program (its `-e` fragments, joined as GNU sed joins them)."""
+    _sed_walk("\n".join(scripts))
+
+
+# --- awk -----------------------------------------------------------------------------------------------
+
+_AWK_BANNED = re.compile(r"\bsystem\b|[@#]|/inet|\bARG[VC]\b|\bPROCINFO\b|\bfunc(?:tion)?\b|%\*")
+_AWK_LOOPS = re.compile(r"\b(?:while|do)\b")
+_AWK_FOR_IN = re.compile(r"for\s*\(\s*[A-Za-z_]\w*\s+in\s+[A-Za-z_]\w*\s*\)")
+_AWK_BIG_NUMBER = re.compile(r"[0-9]{7,}|[0-9.][eE][+-]?[0-9]")
+_AWK_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_AWK_NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?")
+# After these words an operand is expected, so `/` opens a regex rather than dividing.
+_AWK_REGEX_AFTER = {"print", "printf", "return", "case", "in", "do", "else", "getline"}
+
+
+def awk_program_ok(program: str) -> bool:
+    """Whether an awk program only reads and prints to stdout and ends."""
+    try:
+        check_awk(program)
+    except Refusal:
+        return False
+    return True
+
+
+def check_awk(program: str) -> None:
+    """Refuse an awk program that writes, runs, connects or may not end (module docstring)."""
+    if _AWK_BANNED.search(program) or any(len(run) != 2 for run in re.findall(r"\|+", program)):
+        raise Refusal("script", "awk")  # only `||` (logical or) may appear
+    if _AWK_LOOPS.search(program) or _AWK_BIG_NUMBER.search(program):
+        raise Refusal("loop", "awk")
+    if len(re.findall(r"\bfor\b", program)) != len(_AWK_FOR_IN.findall(program)):
+        raise Refusal("loop", "awk")
+    if not _awk_lex(program):
+        raise Refusal("script", "awk")
+    if _awk_grows(program):
+        raise Refusal("loop", "awk")
+
+
+_AWK_ASSIGN = re.compile(r"\b([A-Za-z_]\w*)\s*(?:\[[^\]=]*\])?\s*=(?!=)")
+_AWK_BUILTIN_VARS = frozenset(
+    "NR NF FNR FS OFS RS ORS FILENAME SUBSEP RSTART RLENGTH CONVFMT OFMT ENVIRON RT IGNORECASE".split()
+)
+_AWK_WORDS = frozenset("in getline print printf if else next exit delete return".split())
+
+
+def _awk_grows(program: str) -> bool:
+    """Whether a statement may double a string each time it runs (`s = s s`, `s = s t` after `t = s`,
+    `gsub(/x/, "&&", s)` on a variable that outlives the record): memory exponential in the input."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', program)
+    text = re.sub(r"([(,~]\s*)/(?:[^/\\\n]|\\.)*/", r"\1//", text)  # regex literals in arguments
+    for match in _AWK_ASSIGN.finditer(text):
+        target = match.group(1)
+        rhs = re.split(r"[;{}\n]", text[match.end():], maxsplit=1)[0]
+        names = [m.group(1) for m in re.finditer(r"(?<![\w$])([A-Za-z_]\w*)\b(?!\s*\()", rhs)]
+        names = [n for n in names if n not in _AWK_BUILTIN_VARS and n not in _AWK_WORDS]
+        if len(names) != len(set(names)) or (target in names and len(names) > 1):
+            return True
+    for match in re.finditer(r"\bg?sub\s*\(", text):
+        depth, i, commas = 1, match.end(), []
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if text[i] == "," and depth == 1:
+                commas.append(i)
+            i += 1
+        if len(commas) >= 2 and not text[commas[1] + 1 : i - 1].strip().startswith("$"):
+            return True  # the third argument is a variable that keeps what the last record made of it
+    return False
+
+
+def _awk_delimited(src: str, i: int, quote: str) -> int:
+    while i < len(src):
+        ch = src[i]
+        if ch == "\\":
+            i += 2
+        elif ch == "\n":
+            break
+        elif ch == quote:
+            return i + 1
+        else:
+            i += 1
+    raise Refusal("script", "awk")
+
+
+def _awk_lex(src: str) -> bool:
+    """Walk the tokens: no print redirection, no `getline <`, printf/sprintf formats are literals."""
+    i, n, depth = 0, len(src), 0
+    operand = False  # was the previous token an operand (so `/` divides)?
+    parens: list[bool] = []  # per open paren: does it hold an if/while/for condition?
+    last_word = ""
+    print_depth: int | None = None
+    getline = False  # inside a statement that called getline
+    want_format = False  # the next token must be a printf/sprintf format string
+    after_format = False  # the token after the format must end it
+    while i < n:
+        c = src[i]
+        if c == "\n":
+            # A newline after an operand ends the statement, so a `/` on the next line opens a regex.
+            i, operand, getline = i + 1, False, False
+            continue
+        if c in " \t\r" or src.startswith("\\\n", i):
+            i += 1 if c != "\\" else 2
+            continue
+        if after_format:
+            after_format = False
+            if c not in ",);}" and not src.startswith(("&&", "||"), i):
+                return False  # `printf "%" $1 "d"`: a format computed from data
+        if want_format and not (c == "(" and last_word in ("printf", "sprintf")):
+            want_format = False
+            if c != '"':
+                return False
+            after_format = True
+        word = ""
+        if c == '"':
+            i, operand = _awk_delimited(src, i + 1, '"'), True
+        elif c == "/" and not operand:
+            end = _awk_delimited(src, i + 1, "/")
+            body = src[i + 1 : end - 1]
+            if '"' in body or ("[" in body and "]" not in body[body.rindex("[") :]):
+                return False  # awks disagree on `/` inside brackets; refuse rather than guess
+            i, operand = end, True
+        elif c.isalpha() or c == "_":
+            word = _AWK_IDENT.match(src, i).group()  # type: ignore[union-attr]
+            i += len(word)
+            if word in ("print", "printf"):
+                print_depth = depth
+            if word in ("printf", "sprintf"):
+                want_format = True
+            getline = getline or word == "getline"
+            operand = word not in _AWK_REGEX_AFTER and word not in ("if", "while", "for")
+        elif c.isdigit() or (c == "." and src[i + 1 : i + 2].isdigit()):
+            i, operand = _AWK_NUMBER.match(src, i).end(), True  # type: ignore[union-attr]
+        elif c == "(":
+            parens.append(last_word in ("if", "while", "for"))
+            depth, i, operand = depth + 1, i + 1, False
+        elif c == ")":
+            if not parens:
+                return False
+            operand = not parens.pop()
+            depth, i = depth - 1, i + 1
+        elif c in ";{}":
+            print_depth, i, operand, getline = None, i + 1, False, False
+        elif c == ">":
+            if print_depth is not None and depth == print_depth:
+                return False
+            i, operand = i + 1, False
+        elif c == "<":
+            if getline:
+                return False  # `getline < FILE`: the file may be computed or a /inet/ socket
+            i, operand = i + 1, False
+        elif c == "]":
+            i, operand = i + 1, True
+        elif src.startswith(("++", "--"), i):
+            i, operand = i + 2, True
+        else:
+            i, operand = i + 1, False
+        last_word = word
+    return not parens and not want_format

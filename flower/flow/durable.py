@@ -1,0 +1,453 @@
+"""flower's workflows as DBOS workflows and steps (L-7, B-13).
+
+- A run is the DBOS workflow `flower.run` whose id is the run id. Its input is plain metadata (workflow
+  name, workspace, run dir, source target, step count); the `Workflow` object itself lives in this process
+  (`_LIVE`), or is loaded from its source by a process that adopts the run (a fleet worker).
+- Each agent attempt is a DBOS step (`agent:<label>`) whose checkpoint is the `StepResult`; gates, feedback
+  and each step's context updates are checkpointed too (`gate:`, `feedback:`, `settle:`), so a replay after a
+  crash reaches the same place without calling the model or the user's code again.
+- The session id of an attempt is appended to the workflow's DBOS stream `flower.sessions` the instant the
+  runtime reports it. When DBOS runs an attempt again (its process died mid-step), the attempt finds its
+  recorded session and resumes it with `texts.RESUME_AFTER_CRASH` (or the step's `resume_prompt`) instead of
+  starting a fresh session.
+- Parallel steps are child workflows `flower.branch` on a DBOS queue `flower:<run>:<group>` with a global
+  concurrency limit; any process on the same system database (`flower worker`) may take them. Results come
+  back in order.
+- A run is executed by one process at a time on a machine: a lock file in `run_dir/locks/` says which.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib.util
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbos import DBOS, SetWorkflowID
+from filelock import FileLock, Timeout
+from dbos._error import DBOSStreamTimeoutError
+
+from flower.core import texts
+from flower.core.events import Event, OnEvent, emit
+from flower.core.runtime import Runtime
+from flower.core.spec import AgentSpec
+from flower.core.steps import StepResult
+from flower.errors import ConfigError, FlowError, FlowerError
+from flower.flow import engine
+
+__all__ = [
+    "BRANCH_WORKFLOW",
+    "RUN_WORKFLOW",
+    "InFlight",
+    "Live",
+    "agent",
+    "branches",
+    "checkpoint",
+    "live_runs",
+    "load_source",
+    "register_loader",
+    "run",
+    "run_lock_held",
+    "set_worker",
+]
+
+RUN_WORKFLOW = "flower.run"
+BRANCH_WORKFLOW = "flower.branch"
+SESSIONS = "flower.sessions"
+
+
+@dataclass
+class InFlight:
+    """An agent attempt running in this process right now (for signals and interrupts)."""
+
+    step: str
+    label: str
+    session_id: str | None
+    runtime: Runtime
+
+
+@dataclass
+class Live:
+    """A run being executed (or helped along) by this process."""
+
+    workflow: Any
+    """A `flower.flow.workflow.Workflow` (duck-typed here: `_execute`, `_member`, `find`)."""
+    runtime: Runtime
+    on_event: OnEvent | None
+    run_id: str
+    meta: dict[str, Any]
+    recorded: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per DBOS workflow id: label -> the last session id recorded for it."""
+    inflight: dict[str, InFlight] = field(default_factory=dict)
+
+
+_LIVE: dict[str, Live] = {}
+_WORKER: dict[str, Any] = {}
+_LOADER: list[Callable[[Any, str], Any]] = []
+
+
+def register_loader(loader: Callable[[Any, str], Any]) -> None:
+    """How a loaded source object becomes a workflow (set by `flower.flow.workflow`, which imports this)."""
+    _LOADER[:] = [loader]
+
+
+def live_runs() -> list[Live]:
+    """The runs this process executes or helps with now."""
+    return list(_LIVE.values())
+
+
+def set_worker(*, store: str | None, run_dir: str | os.PathLike[str]) -> None:
+    """Settings a process uses for runs it adopts (a `flower worker`): its store and run dir."""
+    _WORKER.update(store=store, run_dir=str(Path(run_dir).resolve()))
+
+
+# --- the DBOS workflows ---------------------------------------------------------------------------
+
+
+@DBOS.workflow(name=RUN_WORKFLOW)
+async def _run_workflow(meta: dict[str, Any]) -> dict[str, Any]:
+    run_id = DBOS.workflow_id
+    assert run_id is not None
+    live = _LIVE.get(run_id) or _adopt(run_id, meta)
+    result: dict[str, Any] = await live.workflow._execute(live)
+    return result
+
+
+@DBOS.workflow(name=BRANCH_WORKFLOW)
+async def _branch_workflow(payload: dict[str, Any]) -> dict[str, Any]:
+    live = _LIVE.get(payload["run_id"]) or _adopt(payload["run_id"], payload["meta"])
+    step = live.workflow.find(payload["step"])
+    runtime = _branch_runtime(live, payload["label"], step.writes and payload.get("isolate", True))
+    updates: dict[str, Any] = await live.workflow._member(live, step, payload, runtime)
+    current = engine.current()
+    updates["_ran_by"] = {payload["label"]: current.executor_id if current else "?"}
+    if runtime.workspace != live.runtime.workspace:
+        updates["_workspaces"] = {payload["label"]: str(runtime.workspace)}
+    return updates
+
+
+# --- checkpoints ----------------------------------------------------------------------------------
+
+
+async def checkpoint(name: str, fn: Callable[[], Any]) -> Any:
+    """Run `fn()` (sync or async) once as a DBOS step named `name`; a replay returns its recorded value."""
+
+    async def body() -> Any:
+        value = fn()
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+    return await DBOS.run_step_async({"name": name}, body)
+
+
+async def _recorded(live: Live, workflow_id: str) -> dict[str, str]:
+    """The sessions recorded for this workflow's attempts (read once per process and workflow)."""
+    if workflow_id not in live.recorded:
+        found: dict[str, str] = {}
+        with contextlib.suppress(DBOSStreamTimeoutError):
+            async for value in DBOS.read_stream_async(
+                workflow_id, SESSIONS, timeout_seconds=0.01, polling_interval_sec=0.005
+            ):
+                if isinstance(value, dict) and value.get("label") and value.get("session_id"):
+                    found[str(value["label"])] = str(value["session_id"])
+        live.recorded[workflow_id] = found
+    return live.recorded[workflow_id]
+
+
+def _record_now(record: dict[str, str]) -> None:
+    """Append to this step's workflow stream and wait until it is stored (callable inside the event loop)."""
+    context = contextvars.copy_context()
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            DBOS.write_stream(SESSIONS, record)
+        except BaseException as exc:  # noqa: BLE001 - reported below, in the caller's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=context.run, args=(write,), name="flower-record-session")
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+
+
+async def agent(
+    live: Live,
+    runtime: Runtime,
+    spec: AgentSpec,
+    *,
+    step: str,
+    label: str,
+    prompt: str,
+    resume: str | None,
+    fork: bool,
+    resume_prompt: str | None,
+) -> StepResult:
+    """One agent attempt as a DBOS step; a re-run of an attempt that was in flight resumes its session."""
+
+    async def body() -> StepResult:
+        workflow_id = DBOS.workflow_id
+        assert workflow_id is not None
+        recorded = await _recorded(live, workflow_id)
+        text, session, branch = prompt, resume, fork
+        if recorded.get(label):
+            text, session, branch = resume_prompt or texts.RESUME_AFTER_CRASH, recorded[label], False
+            emit(live.on_event, Event("system", f"resuming {label} in its session {session}",
+                                      payload={"subtype": "workflow", "resumed": session, "label": label}))
+        elif session and not branch:
+            _record_now({"step": step, "label": label, "session_id": session})
+            recorded[label] = session
+        flight = InFlight(step, label, session, runtime)
+        live.inflight[label] = flight
+
+        def on_event(event: Event) -> None:
+            if event.kind == "system" and event.payload.get("subtype") == "session":
+                sid = str(event.payload.get("session_id"))
+                flight.session_id = sid
+                if recorded.get(label) != sid:
+                    _record_now({"step": step, "label": label, "session_id": sid})
+                    recorded[label] = sid
+            emit(live.on_event, event)
+
+        try:
+            return await runtime.run(spec, text, step_name=label, resume=session, fork=branch, on_event=on_event)
+        finally:
+            live.inflight.pop(label, None)
+
+    result: StepResult = await DBOS.run_step_async({"name": f"agent:{label}"}, body)
+    return result
+
+
+# --- parallel steps -------------------------------------------------------------------------------
+
+
+async def branches(live: Live, group: str, limit: int | None, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run each payload as a `flower.branch` child workflow through a DBOS queue; results in order."""
+    name = f"flower:{live.run_id}:{group}"
+    queue = await DBOS.register_queue_async(name, global_concurrency=limit)
+    handles = []
+    for payload in payloads:
+        with SetWorkflowID(f"{live.run_id}/{payload['label']}"):
+            handles.append(await queue.enqueue_async(_branch_workflow, payload))
+    results = [await handle.get_result() for handle in handles]
+    with contextlib.suppress(Exception):  # one worker thread per queue in every process: retire it
+        await DBOS.delete_queue_async(name)
+    return results
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def isolated_workspace(workspace: Path, run_dir: Path, run_id: str, label: str) -> Path:
+    """A workspace of its own for a parallel writing step: a git worktree at HEAD when the workspace is a
+    git repository, else a copy of it (without `.flower/`). The same path on a re-run."""
+    target = run_dir / "workspaces" / _safe(run_id) / _safe(label)
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    inside = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--is-inside-work-tree"],
+                            capture_output=True, text=True)
+    if inside.returncode == 0 and inside.stdout.strip() == "true":
+        done = subprocess.run(["git", "-C", str(workspace), "worktree", "add", "--detach", str(target), "HEAD"],
+                              capture_output=True, text=True)
+        if done.returncode == 0:
+            return target
+    shutil.copytree(workspace, target, ignore=shutil.ignore_patterns(".flower"), symlinks=True)
+    return target
+
+
+def _branch_runtime(live: Live, label: str, isolate: bool) -> Runtime:
+    base = live.runtime
+    workspace = base.workspace
+    if isolate:
+        workspace = isolated_workspace(base.workspace, base.run_dir, live.run_id, label)
+    return Runtime(workspace, run_dir=base.run_dir, store=base.store, env=base.env, run_id=live.run_id,
+                   handoff=base.handoff or False, resilience=base.retry or False, portable=base.portable,
+                   placement=base.placement, spill_threshold=base.spill_threshold)
+
+
+# --- adopting a run started elsewhere (fleet) -----------------------------------------------------
+
+
+def load_source(source: str) -> Any:
+    """The object named by `FILE.py:ATTR` (called when callable): how another process finds a workflow."""
+    path, sep, attr = source.rpartition(":")
+    if not sep or not path.endswith(".py"):
+        raise ConfigError(f"workflow source {source!r} must look like FILE.py:ATTR")
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"workflow source {file} not found on this machine")
+    name = f"flower_flow_{abs(hash(str(file.resolve())))}"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, file)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"cannot load {file} as Python")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        sys.path.insert(0, str(file.resolve().parent))
+        try:
+            spec.loader.exec_module(module)
+        except FlowerError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's file: one line naming it
+            raise ConfigError(f"cannot load {file}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+        finally:
+            sys.path.remove(str(file.resolve().parent))
+    value: Any = module
+    for part in attr.split("."):
+        if not hasattr(value, part):
+            raise ConfigError(f"{file} has no attribute {attr!r}")
+        value = getattr(value, part)
+    return value
+
+
+def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
+    """Take up a run this process did not start: load its workflow from the recorded source."""
+    source = meta.get("source")
+    if not source:
+        raise FlowError(f"run {run_id} was started from Python without a source; only its own process can run it")
+    if not _LOADER:
+        raise FlowError(f"run {run_id}: import flower.flow.workflow before adopting runs")
+    workflow = _LOADER[0](load_source(str(source)), str(source))
+    store_url = _WORKER.get("store")
+    store: Any = None
+    if store_url and engine.database_url(".", store_url).startswith("postgresql"):
+        from flower.stores.postgres import PostgresSessionStore
+
+        store = PostgresSessionStore(store_url)
+    run_dir = meta.get("run_dir") if meta.get("run_dir") and Path(meta["run_dir"]).is_dir() else None
+    workspace = Path(meta["workspace"])
+    if not workspace.is_dir():
+        raise FlowError(f"run {run_id}: workspace {workspace} does not exist on this machine")
+    runtime = Runtime(workspace, run_dir=run_dir or _WORKER.get("run_dir") or "runs", store=store, run_id=run_id)
+    live = Live(workflow, runtime, None, run_id, meta)
+    _LIVE[run_id] = live
+    return live
+
+
+# --- starting and continuing a run ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
+    path = run_dir / "locks" / f"{_safe(run_id)}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(path, timeout=0)  # portable (no fcntl): `import flower.flow` works on Windows too
+    try:
+        lock.acquire()
+    except Timeout:
+        raise FlowError(f"run {run_id} is running in another process (lock {path})") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def run_lock_held(run_dir: Path, run_id: str) -> bool:
+    """Another process on this machine is executing the run now."""
+    path = run_dir / "locks" / f"{_safe(run_id)}.lock"
+    if not path.exists():
+        return False
+    lock = FileLock(path, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return True
+    lock.release()
+    return False
+
+
+def _notice(on_event: OnEvent | None, text: str) -> None:
+    emit(on_event, Event("system", text, payload={"subtype": "workflow"}))
+
+
+async def _unfinished(name: str, workspace: Path, context: dict[str, Any], on_event: OnEvent | None) -> str | None:
+    """The latest unfinished run of this workflow in this workspace with the same initial context (for an
+    AgentSpec target: the same prompt); a run of another workspace (a copied or moved directory) is noted
+    and left alone."""
+    rows = await DBOS.list_workflows_async(name=RUN_WORKFLOW, status=["PENDING", "ENQUEUED"], sort_desc=True,
+                                           load_output=False)
+    for row in rows:
+        given: Any = row.input or {}
+        args: Any = given.get("args") or ({},)
+        meta = args[0] if args and isinstance(args[0], dict) else {}
+        if meta.get("workflow") != name or meta.get("context", {}) != context:
+            continue
+        if meta.get("workspace") == str(workspace):
+            return row.workflow_id
+        _notice(on_event, f"run {row.workflow_id} of {name} belongs to {meta.get('workspace')}; "
+                          f"starting a fresh run in {workspace}")
+        return None
+    return None
+
+
+async def _continue(run_id: str) -> Any:
+    """Put a stopped run (and the branches its dead process was running) back to work; the handle."""
+    found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_input=False, load_output=False)
+    if not found:
+        raise FlowError(f"unknown run {run_id}")
+    status = found[0]
+    if status.status in ("PENDING", "ENQUEUED") and status.executor_id:
+        children = await DBOS.list_workflows_async(workflow_id_prefix=f"{run_id}/", status=["PENDING"],
+                                                   executor_id=status.executor_id, load_input=False,
+                                                   load_output=False)
+        for child in children:
+            await DBOS.resume_workflow_async(child.workflow_id)
+    if status.status in ("SUCCESS", "ERROR"):
+        return await DBOS.retrieve_workflow_async(run_id)
+    return await DBOS.resume_workflow_async(run_id)
+
+
+async def run(
+    workflow: Any,
+    runtime: Runtime,
+    *,
+    on_event: OnEvent | None = None,
+    store: str | None = None,
+    source: str | None = None,
+    run_id: str | None = None,
+    new: bool = False,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """Start a run of `workflow`, or continue its unfinished run in this workspace (or `run_id`)."""
+    engine.launch(runtime.run_dir, store=store, verbose=verbose)
+    meta = {
+        "workflow": workflow.name,
+        "workspace": str(runtime.workspace),
+        "run_dir": str(runtime.run_dir),
+        "source": source,
+        "total": workflow.total,
+        "context": dict(workflow.context or {}),
+    }
+    if run_id is None and not new:
+        run_id = await _unfinished(workflow.name, runtime.workspace, meta["context"], on_event)
+    resuming = run_id is not None
+    run_id = run_id or runtime.run_id
+    runtime.run_id = run_id
+    with _run_lock(runtime.run_dir, run_id):
+        live = Live(workflow, runtime, on_event, run_id, meta)
+        _LIVE[run_id] = live
+        try:
+            if resuming:
+                _notice(on_event, f"continuing run {run_id}")
+                handle = await _continue(run_id)
+            else:
+                with SetWorkflowID(run_id):
+                    handle = await DBOS.start_workflow_async(_run_workflow, meta)
+            result: dict[str, Any] = await handle.get_result()
+        finally:
+            _LIVE.pop(run_id, None)
+    return result

@@ -1,0 +1,134 @@
+"""Reading and managing workflow runs from their system database, without executing anything (L-7).
+
+States: `finished` (the workflow ended and no step stopped it), `failed` (a step failed with on_fail="stop",
+or the workflow raised), `running` (a process on this machine holds the run's lock, or it is queued),
+`interrupted` (not finished and nobody runs it: a crash, a kill, Ctrl-C twice), `cancelled`.
+Steps done / total counts each Step (each parallel member) whose context updates are checkpointed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from flower.errors import FlowError
+from flower.flow import engine
+from flower.flow.durable import RUN_WORKFLOW, run_lock_held
+
+__all__ = ["RunRow", "cancel_run", "list_runs", "run_meta"]
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    workflow: str
+    state: str
+    done: int
+    total: int
+    cost_usd: float
+    workspace: str
+    started: str
+    failed_at: str | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _meta(status: Any) -> dict[str, Any]:
+    given: Any = status.input or {}
+    args: Any = given.get("args") or ({},)
+    return args[0] if args and isinstance(args[0], dict) else {}
+
+
+def _when(epoch_ms: Any) -> str:
+    if not epoch_ms:
+        return ""
+    return datetime.fromtimestamp(int(epoch_ms) / 1000, timezone.utc).isoformat(timespec="seconds")
+
+
+def _state(status: Any, run_dir: Path, output: Any) -> str:
+    if status.status == "SUCCESS":
+        return "failed" if isinstance(output, dict) and output.get("_failed_at") else "finished"
+    if status.status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+        return "failed"
+    if status.status == "CANCELLED":
+        return "cancelled"
+    if status.status == "ENQUEUED":
+        return "running"
+    return "running" if run_lock_held(run_dir, status.workflow_id) else "interrupted"
+
+
+def _cost(client: Any, run_id: str) -> tuple[int, float]:
+    steps = client.list_workflow_steps(run_id) or []
+    done = sum(1 for s in steps if str(s.get("function_name", "")).startswith("settle:") and not s.get("error"))
+    cost = 0.0
+    ids = [run_id] + [c.workflow_id for c in client.list_workflows(workflow_id_prefix=f"{run_id}/",
+                                                                    load_input=False, load_output=False)]
+    for wid in ids:
+        for step in steps if wid == run_id else client.list_workflow_steps(wid) or []:
+            if str(step.get("function_name", "")).startswith("agent:"):
+                cost += float(getattr(step.get("output"), "cost_usd", 0.0) or 0.0)
+    return done, round(cost, 6)
+
+
+def list_runs(run_dir: str | os.PathLike[str], store: str | None = None) -> list[RunRow]:
+    """Every workflow run in the system database of this run dir (or store), oldest first."""
+    client = engine.client(run_dir, store)
+    if client is None:
+        return []
+    try:
+        rows = []
+        for status in client.list_workflows(name=RUN_WORKFLOW, load_input=True, load_output=True):
+            meta = _meta(status)
+            done, cost = _cost(client, status.workflow_id)
+            output = status.output if isinstance(status.output, dict) else None
+            error = str(status.error).splitlines()[0] if status.error else None
+            rows.append(RunRow(
+                run_id=status.workflow_id, workflow=str(meta.get("workflow", "?")),
+                state=_state(status, Path(run_dir).resolve(), output), done=done, total=int(meta.get("total", 0)),
+                cost_usd=cost, workspace=str(meta.get("workspace", "")), started=_when(status.created_at),
+                failed_at=output.get("_failed_at") if output else None, error=error,
+            ))
+        return rows
+    finally:
+        client.destroy()
+
+
+def run_meta(run_dir: str | os.PathLike[str], store: str | None, run_id: str) -> tuple[dict[str, Any], str]:
+    """The recorded metadata (workflow, workspace, source, ...) and DBOS status of one run."""
+    client = engine.client(run_dir, store)
+    if client is None:
+        raise FlowError(f"unknown run {run_id}: no runs in {Path(run_dir).resolve()}")
+    try:
+        found = client.list_workflows(workflow_ids=[run_id], name=RUN_WORKFLOW, load_input=True, load_output=False)
+        if not found:
+            raise FlowError(f"unknown run {run_id}")
+        return _meta(found[0]), str(found[0].status)
+    finally:
+        client.destroy()
+
+
+def cancel_run(run_dir: str | os.PathLike[str], store: str | None, run_id: str) -> str:
+    """Cancel an unfinished run and its parallel branches; the state it had."""
+    client = engine.client(run_dir, store)
+    if client is None:
+        raise FlowError(f"unknown run {run_id}: no runs in {Path(run_dir).resolve()}")
+    try:
+        found = client.list_workflows(workflow_ids=[run_id], name=RUN_WORKFLOW, load_input=False, load_output=False)
+        if not found:
+            raise FlowError(f"unknown run {run_id}")
+        status = str(found[0].status)
+        if status in ("SUCCESS", "ERROR"):
+            raise FlowError(f"run {run_id} has already ended ({'finished' if status == 'SUCCESS' else 'failed'})")
+        children = client.list_workflows(workflow_id_prefix=f"{run_id}/", status=["PENDING", "ENQUEUED"],
+                                         load_input=False, load_output=False)
+        for child in children:
+            client.cancel_workflow(child.workflow_id)
+        client.cancel_workflow(run_id)
+        return status
+    finally:
+        client.destroy()

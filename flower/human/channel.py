@@ -1,0 +1,404 @@
+"""`HumanChannel`: a running agent asks the human, and the human talks to it without killing it (L-8).
+
+An in-process SDK MCP server with two tools: `ask(question, options?)` waits for an answer; `inbox()` returns at
+once with the mail the human sent. Answers and mail arrive from Python on any thread (`answer`, `decline`,
+`send`), from a terminal UI (the same calls), or from another process or machine through the run's mailbox
+(`flower answer / say`, `flower.human.mailbox`).
+
+Invariants:
+- `ask` never raises (except cancellation) and never blocks past `timeout_s`: every way it ends is a state,
+  and the model gets a text for each (the fallbacks tell it to decide itself and record the assumption).
+- `max_asks` None = unlimited, 0 = no question at all; `timeout_s` None = wait for ever, <= 0 = at once.
+  Invalid and over-budget asks do not use up the budget, and flower's own questions (`framework=True`, e.g. the
+  judge's "unreachable: what now?") never count against it.
+- A question is settled exactly once: the first of answer / decline / timeout wins, whatever thread it comes from.
+- Mail is appended (never overwriting) to `amend_path`, so it outlives the step; the Q&A log at `log_path` is
+  append-only and never enters the model's context.
+- A UI callback or a log/mailbox failure is recorded in `ui_errors`, never raised into the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import HookMatcher, McpSdkServerConfig
+
+from flower.core import texts
+from flower.core.events import Event
+from flower.errors import ConfigError
+from flower.human.mailbox import Letter, Mailbox, PostgresMailbox, open_mailbox
+from flower.human.records import Ask, AskState, Mail, stamp
+from flower.human.tools import main_thread_only, make_server
+
+__all__ = ["Ask", "AskState", "HumanChannel", "Mail"]
+
+_QID = re.compile(r"q(\d+)")
+REREAD = 64
+
+
+@dataclass
+class _Waiter:
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
+
+
+class HumanChannel:
+    """The human at the other end of a run: questions out, answers and mail in."""
+
+    def __init__(
+        self,
+        *,
+        max_asks: int | None = None,
+        timeout_s: float | None = 1800.0,
+        log_path: str | Path | None = None,
+        amend_path: str | Path | None = None,
+        on_event: Callable[[Event], Any] | None = None,
+        name: str = "human",
+        mailbox: Mailbox | None = None,
+        run: str = "",
+        poll_s: float = 0.5,
+    ) -> None:
+        if max_asks is not None and max_asks < 0:
+            raise ConfigError(f"max_asks must be None (unlimited) or >= 0, not {max_asks}")
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+            raise ConfigError(f"channel name {name!r} must be letters, digits, _ or -")
+        self.max_asks = max_asks
+        self.timeout_s = timeout_s
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.amend_path = Path(amend_path) if amend_path is not None else None
+        self.on_event = on_event
+        self.name = name
+        self.poll_s = poll_s
+        self.asks: list[Ask] = []
+        self.mail: list[Mail] = []
+        self.ui_errors: list[str] = []
+        self._lock = threading.RLock()
+        self._sync_lock = threading.Lock()  # one mailbox reader at a time: a letter is taken once
+        self._ids = itertools.count(1)
+        self._waiters: dict[str, _Waiter] = {}
+        self._server: McpSdkServerConfig | None = None
+        self.mailbox: Mailbox | None = None
+        self.run = run
+        self._cursor = 0
+        self._received: set[str] = set()
+        self._follow: Any = None  # a bound runtime whose run id names the run (a workflow may change it)
+        if mailbox is not None:
+            self.attach(mailbox, run)
+
+    # --- wiring ---------------------------------------------------------------------------------
+
+    @property
+    def ask_tool(self) -> str:
+        """The ask tool's full name as the model calls it."""
+        return f"mcp__{self.name}__ask"
+
+    @property
+    def inbox_tool(self) -> str:
+        return f"mcp__{self.name}__inbox"
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return (self.ask_tool, self.inbox_tool)
+
+    def mcp_servers(self) -> dict[str, McpSdkServerConfig]:
+        """The SDK MCP server, keyed by its name, for `AgentSpec.mcp_servers`."""
+        if self._server is None:
+            self._server = self._make_server()
+        return {self.name: self._server}
+
+    def hooks(self) -> dict[str, list[HookMatcher]]:
+        """A PreToolUse hook that denies the ask tool to subagents: asking is a main-thread act, and a worker
+        that needs a decision reports it."""
+        return {"PreToolUse": [main_thread_only(self.ask_tool)]}
+
+    def tool_env(self) -> dict[str, str]:
+        """Environment for the CLI: its MCP tool timeout outlasts our own wait, so a question ends with our
+        fallback text, never with the CLI's timeout error."""
+        wait = 7 * 24 * 3600.0 if self.timeout_s is None else max(0.0, self.timeout_s)
+        return {"MCP_TOOL_TIMEOUT": str(int((wait + 120) * 1000))}
+
+    def attach(self, mailbox: Mailbox, run: str = "") -> HumanChannel:
+        """Take answers and mail from `mailbox` for `run`, and publish questions there; question ids continue
+        after the ones the run already asked (an earlier process of the same run)."""
+        with self._lock:
+            self.mailbox, self.run = mailbox, run
+            numbers = [int(m.group(1)) for letter in mailbox.read(run) if letter.kind == "question"
+                       if (m := _QID.fullmatch(letter.ref))]
+            self._ids = itertools.count(max([*numbers, len(self.asks) + len(self.mail)], default=0) + 1)
+        return self
+
+    def bind(self, runtime: Any) -> HumanChannel:
+        """Defaults from a `Runtime`: the Q&A log and the brief (where mail is appended) in its workbench notes,
+        and its mailbox (its PostgreSQL store's database, else `human.db` in its run dir) under its run id.
+        Settings already given are kept."""
+        workbench = getattr(runtime, "workbench", None)
+        notes = Path(workbench.notes) if workbench is not None else Path(runtime.run_dir)
+        if self.log_path is None:
+            self.log_path = notes / f"{self.name}-questions.md"
+        if self.amend_path is None:
+            self.amend_path = notes / "brief.md"  # the clarify step's brief (flower.human.clarify.BRIEF_FILE)
+        if self.mailbox is None:
+            dsn, schema = _store_dsn(getattr(runtime, "store", None))
+            mailbox = PostgresMailbox(dsn, schema=schema) if dsn else open_mailbox(runtime.run_dir)
+            if not self.run:
+                self._follow = runtime
+            self.attach(mailbox, self.run or runtime.run_id)
+        return self
+
+    def _run_key(self) -> str:
+        """The run the letters belong to; follows the bound runtime's run id (a workflow that continues an
+        earlier run takes that run's id)."""
+        follow = self._follow
+        if follow is not None and self.mailbox is not None and getattr(follow, "run_id", self.run) != self.run:
+            with self._lock:
+                self._cursor, self._received = 0, set()
+                self.attach(self.mailbox, str(follow.run_id))
+        return self.run
+
+    # --- the model's side -------------------------------------------------------------------------
+
+    async def ask(self, question: str, options: Sequence[str] | None = None, *, framework: bool = False) -> Ask:
+        """Ask and wait; returns the settled `Ask`. Never raises except on cancellation."""
+        self._run_key()
+        item = Ask(self._next_id("q"), (question or "").strip(), tuple(o.strip() for o in options or () if o.strip()),
+                   framework=framework)
+        with self._lock:
+            self.asks.append(item)
+            state: AskState | None = None
+            if not item.question:
+                state = "invalid"
+            elif not framework and self.max_asks is not None and self._counted() > self.max_asks:
+                state = "over_budget"
+            elif self.timeout_s is not None and self.timeout_s <= 0:
+                state = "timeout"
+            if state is None:
+                loop = asyncio.get_running_loop()
+                waiter = _Waiter(loop, loop.create_future())
+                self._waiters[item.id] = waiter
+        if state is not None:
+            self._settle(item, state, "")
+            return item
+        self._emit(Event("ask", item.question, payload=self._payload(item)))
+        self._post("question", item.question, ref=item.id, meta={"options": list(item.options)})
+        try:
+            await self._wait(item, waiter)
+        except asyncio.CancelledError:
+            self._settle(item, "timeout", "")
+            raise
+        return item
+
+    async def _wait(self, item: Ask, waiter: _Waiter) -> None:
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        while not waiter.future.done():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                self._settle(item, "timeout", "")
+                break
+            step = left if self.mailbox is None else min(self.poll_s, left if left is not None else self.poll_s)
+            await asyncio.wait({waiter.future}, timeout=step)
+            if self.mailbox is not None and not waiter.future.done():
+                await asyncio.to_thread(self.sync)
+
+    def inbox(self) -> str:
+        """Deliver the mail not yet delivered, as the inbox tool's text (also marks it taken)."""
+        with self._lock:
+            fresh = [m for m in self.mail if not m.taken]
+            for m in fresh:
+                m.taken = True
+        if not fresh:
+            return texts.INBOX_EMPTY
+        lines = [texts.INBOX_HEAD.format(count=len(fresh))]
+        lines += [f"{i}. {m.text}" for i, m in enumerate(fresh, 1)]
+        for m in fresh:
+            self._emit(Event("mail", m.text, payload={"id": m.id, "phase": "delivered", "source": m.source}))
+        saved = self.amend_path is not None and self.amend_path.exists()
+        lines.append(texts.INBOX_SAVED.format(path=self.amend_path) if saved else texts.INBOX_NOT_SAVED)
+        return "\n".join(lines)
+
+    # --- the human's side (any thread) ----------------------------------------------------------
+
+    def pending(self) -> list[Ask]:
+        """Questions waiting for an answer, oldest first."""
+        with self._lock:
+            return [a for a in self.asks if a.state == "asked"]
+
+    def answer(self, ask_id: str, text: str) -> bool:
+        """Answer a waiting question; False when it is no longer waiting (or unknown). Thread-safe."""
+        item = self._find(ask_id)
+        return item is not None and self._settle(item, "answered", text.strip())
+
+    def decline(self, ask_id: str, reason: str = "") -> bool:
+        """Skip a waiting question; the model is told to decide itself. Thread-safe."""
+        item = self._find(ask_id)
+        return item is not None and self._settle(item, "declined", reason.strip())
+
+    def send(self, text: str, *, source: str = "python") -> Mail | None:
+        """Put a message in the inbox (None when empty); it is appended to the brief at once. Thread-safe."""
+        text = text.strip()
+        if not text:
+            return None
+        mail = Mail(self._next_id("m"), text, source=source)
+        with self._lock:
+            self.mail.append(mail)
+        self.amend(text)
+        self._log(f"## {mail.id} · the human said ({stamp(mail.sent_at)})\n\n{text}\n")
+        self._emit(Event("mail", text, payload={"id": mail.id, "phase": "queued", "source": source}))
+        return mail
+
+    def pending_mail(self) -> list[Mail]:
+        with self._lock:
+            return [m for m in self.mail if not m.taken]
+
+    def amend(self, text: str, *, label: str = "during the run") -> bool:
+        """Append `text` to `amend_path` (the brief) under a dated heading; never overwrites. False when there is
+        no path, nothing to add, or the file cannot be written (recorded in `ui_errors`)."""
+        if self.amend_path is None or not text.strip():
+            return False
+        block = f"\n\n## Added {label} ({stamp(time.time())})\n\n{text.strip()}\n"
+        try:
+            self.amend_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.amend_path, "a", encoding="utf-8") as handle:
+                handle.write(block)
+        except OSError as exc:
+            self._record("amend", exc)
+            return False
+        return True
+
+    @property
+    def remaining(self) -> int:
+        """Questions the model may still ask; -1 when unlimited."""
+        if self.max_asks is None:
+            return -1
+        with self._lock:
+            return max(0, self.max_asks - self._counted())
+
+    def transcript(self) -> str:
+        """The questions and answers so far, as a markdown list."""
+        with self._lock:
+            return "\n".join(f"- Q({a.id}) {a.question}\n  A[{a.state}] {a.answer}" for a in self.asks)
+
+    def sync(self) -> None:
+        """Take the answers and mail that arrived through the mailbox. Called while a question waits and on every
+        inbox call; a UI may call it too."""
+        if self.mailbox is None:
+            return
+        with self._sync_lock:
+            try:
+                # Re-read a few letters behind the cursor: in PostgreSQL a letter can commit after one with a
+                # higher id was read. Taking a letter twice is harmless (answers settle once, mail is deduped).
+                letters = self.mailbox.read(self._run_key(), after=max(0, self._cursor - REREAD))
+            except Exception as exc:  # the run goes on without remote answers; the failure is on record
+                self._record("mailbox", exc)
+                return
+            with self._lock:  # a mail letter is followed, not preceded, by its `received` letter
+                self._received.update(letter.ref for letter in letters if letter.kind == "received")
+            for letter in letters:
+                self._take(letter)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _take(self, letter: Letter) -> None:
+        with self._lock:
+            self._cursor = max(self._cursor, letter.id)
+        if letter.kind == "received":
+            self._received.add(letter.ref)
+        elif letter.kind == "answer":
+            self.answer(letter.ref, letter.body)
+        elif letter.kind == "decline":
+            self.decline(letter.ref, letter.body)
+        elif letter.kind == "mail" and str(letter.id) not in self._received:
+            self._received.add(str(letter.id))
+            self._post("received", "", ref=str(letter.id))
+            self.send(letter.body, source="mailbox")
+
+    def _settle(self, item: Ask, state: AskState, answer: str) -> bool:
+        with self._lock:
+            if item.settled_at is not None:
+                return False
+            item.state, item.answer, item.settled_at = state, answer, time.time()
+            waiter = self._waiters.pop(item.id, None)
+        if waiter is not None and not waiter.loop.is_closed():
+            waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
+        options = "".join(f"\n- {o}" for o in item.options)
+        self._log(f"## {item.id} · asked {stamp(item.asked_at)}\n\n{item.question}\n{options}\n\n"
+                  f"**A [{state}, {item.waited_s} s]** {answer}\n")
+        self._emit(Event("ask", item.question, payload=self._payload(item)))
+        if waiter is not None:  # it was published; close it for `flower asks`
+            self._post("settled", answer, ref=item.id, meta={"state": state})
+        return True
+
+    def _counted(self) -> int:
+        return sum(1 for a in self.asks if not a.framework and a.state not in ("invalid", "over_budget"))
+
+    def _find(self, ask_id: str) -> Ask | None:
+        with self._lock:
+            return next((a for a in self.asks if a.id == ask_id.strip()), None)
+
+    def _next_id(self, prefix: str) -> str:
+        with self._lock:
+            return f"{prefix}{next(self._ids)}"
+
+    def _payload(self, item: Ask) -> dict[str, Any]:
+        return {"id": item.id, "state": item.state, "options": list(item.options), "answer": item.answer,
+                "remaining": self.remaining, "waited_s": item.waited_s, "framework": item.framework}
+
+    def _post(self, kind: Any, body: str, *, ref: str = "", meta: dict[str, Any] | None = None) -> None:
+        if self.mailbox is None:
+            return
+        try:
+            self.mailbox.post(self._run_key(), kind, body, ref=ref, meta=meta)
+        except Exception as exc:  # a lost letter costs a remote answer, never the run
+            self._record("mailbox", exc)
+
+    def _log(self, entry: str) -> None:
+        if self.log_path is None:
+            return
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            new = not self.log_path.exists()
+            with open(self.log_path, "a", encoding="utf-8") as handle:
+                if new:
+                    handle.write("# desc: questions to the human and their answers (append-only)\n\n")
+                handle.write(entry + "\n")
+        except OSError as exc:
+            self._record("log", exc)
+
+    def _emit(self, event: Event) -> None:
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(event)
+        except Exception as exc:  # a crashed frontend must not end a three-hour run
+            self._record("on_event", exc)
+
+    def _record(self, where: str, exc: BaseException) -> None:
+        with self._lock:
+            self.ui_errors.append(f"{where}: {type(exc).__name__}: {exc}".splitlines()[0])
+
+    def _make_server(self) -> McpSdkServerConfig:
+        return make_server(self.name, self.ask, self.inbox, self.sync)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _store_dsn(store: Any) -> tuple[str | None, str]:
+    """The PostgreSQL DSN and schema under a (possibly wrapped) session store, or (None, "flower")."""
+    for _ in range(6):
+        if store is None:
+            break
+        dsn = store.__dict__.get("dsn") if hasattr(store, "__dict__") else None
+        if isinstance(dsn, str):
+            return dsn, str(store.__dict__.get("schema", "flower"))
+        store = store.__dict__.get("base") if hasattr(store, "__dict__") else None
+    return None, "flower"

@@ -1,0 +1,138 @@
+"""`flower go` through a real pty on the scripted model (issue #15, L-11, L-12, L-14).
+
+The whole command runs as a child process in a pseudo-terminal of 80 columns, against the test's scripted
+API: the clarifier asks one question, answered by typing its option's number; the goal is set; the judge
+rejects round one and accepts round two; the bequest lands in CLAUDE.md and AGENTS.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flower.go.bequest import BEGIN
+from flower.testing import ScriptedAPI, text, tool_use
+from tests.e2e.ptykit import Term
+
+pytestmark = pytest.mark.e2e
+
+REQUEST = "make the CSV importer handle quoted newlines"
+BRIEF = ("## Goal\nThe importer reads quoted newlines.\n## Acceptance criteria\n- impl.txt says two\n"
+         "## Bounds\nNothing else changes.\n## Unknowns and assumptions\nRFC 4180 quoting, as answered.\n")
+GOAL = "## Goal\nQuoted newlines import.\n## Checks\n- impl.txt says two\n"
+BEQUEST = ("## What this is\nA CSV importer that reads quoted newlines.\n## Acceptance\nAll checks met.\n"
+           "## Generated files\nNone.\n## Dead ends\nRound one wrote the wrong value.\n"
+           "## Workbench\n.flower/: read notes/brief.md first.\n")
+
+
+def _dispatch(marker: str) -> dict[str, object]:
+    return {"description": "fix the importer", "prompt": f"{marker}: change impl.txt", "subagent_type": "coder",
+            "run_in_background": False}
+
+
+def test_go_clarifies_sets_a_goal_is_judged_twice_and_bequeaths(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    scripted_api.script(
+        [
+            tool_use("mcp__human__ask", {"question": "Which quoting rules?", "options": ["RFC 4180", "Excel"]}),
+            text(BRIEF),
+            text(GOAL),
+            tool_use("Agent", _dispatch("CODE-ONE")),
+            text("round one done"),
+            text("## Verdict\nnot yet\n## Reason\nimpl.txt says one.\n## Failed\n- impl.txt says two\n"),
+            tool_use("Agent", _dispatch("CODE-TWO")),
+            text("round two done"),
+            text("## Verdict\nachieved\n## Reason\nimpl.txt says two.\n"),
+            text(BEQUEST),
+        ],
+        subagents={
+            "CODE-ONE": [tool_use("Bash", {"command": "echo one > impl.txt"}), text("wrote one")],
+            "CODE-TWO": [tool_use("Bash", {"command": "echo two > impl.txt"}), text("wrote two")],
+        },
+    )
+    (workspace / "CLAUDE.md").write_text("# My project\nKeep this line.\n")
+    env = scripted_api.cli_env(tmp_path / "home")
+    term = Term(["-m", "flower", "go", REQUEST], cwd=workspace, env=env, timeout=240)
+    term.expect("? q1 Which quoting rules?")
+    term.expect("1) RFC 4180")
+    term.expect("answer (a number")
+    term.send("1\r")
+    term.expect("+ q1 answered: RFC 4180")
+    term.expect("= run ")
+    assert term.wait_exit() == 0, term.seen[-2000:]
+    assert ", 2 judged round(s); files: .flower/notes/brief.md, .flower/notes/goal.md, CLAUDE.md, AGENTS.md" \
+        in term.text()
+
+    assert (workspace / "impl.txt").read_text() == "two\n"
+    main = scripted_api.main_requests
+    assert "RFC 4180" in main[1].result_text()  # the answer reached the clarifier as the tool's result
+    judged = [r for r in main if "Judge this round" in r.text]
+    assert len(judged) == 2
+    feedback = [r for r in main if "did NOT achieve the goal" in r.last_user_text()]
+    assert len(feedback) == 1 and "impl.txt says one" in feedback[0].last_user_text()
+    brief = (workspace / ".flower" / "notes" / "brief.md").read_text()
+    assert "RFC 4180 quoting" in brief
+    claude, agents = (workspace / "CLAUDE.md").read_text(), (workspace / "AGENTS.md").read_text()
+    assert claude.startswith("# My project\nKeep this line.\n") and BEGIN in claude
+    assert "A CSV importer that reads quoted newlines." in agents
+    assert claude[claude.index(BEGIN):] == agents  # the same block in both files
+
+
+def test_go_on_a_pipe_without_a_request_is_one_line(tmp_path: Path, workspace: Path) -> None:
+    import subprocess
+    import sys
+
+    ran = subprocess.run([sys.executable, "-m", "flower", "go", "-w", str(workspace)], capture_output=True,
+                         text=True, stdin=subprocess.DEVNULL, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ANTHROPIC_API_KEY": "x"})
+    assert ran.returncode == 1 and ran.stderr.count("\n") == 1
+    assert "give the request as an argument" in ran.stderr
+
+
+def test_go_wakes_a_killed_run_appends_the_new_sentence_and_resumes_the_work_session(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    import os
+    import signal
+    import time
+
+    started = workspace / "worker-started"
+    scripted_api.script(
+        [text(BRIEF), text(GOAL), tool_use("Agent", _dispatch("CODE-SLOW"))],
+        subagents={"CODE-SLOW": [tool_use("Bash", {"command": f"touch {started} && python3 -c 'import time; "
+                                                           "time.sleep(120)'"})]},
+    )
+    env = scripted_api.cli_env(tmp_path / "home")
+    first = Term(["-m", "flower", "go", REQUEST], cwd=workspace, env=env, timeout=240)
+    first.expect("= step work")
+    for _ in range(600):
+        if started.exists():
+            break
+        time.sleep(0.1)
+    assert started.exists(), first.seen[-2000:]
+    os.killpg(first.child.pid, signal.SIGKILL)  # the whole process group: go, the CLI, the worker's shell
+    first.child.close(force=True)
+    work_session = scripted_api.main_requests[-1]
+
+    scripted_api.script([
+        text(GOAL.replace("impl.txt says two", "impl.txt says two and CRLF is handled")),  # the re-derived goal
+        tool_use("mcp__human__inbox", {}),
+        text("round one done after the restart"),
+        text("## Verdict\nachieved\n## Reason\nAll checks hold.\n"),
+        text(BEQUEST),
+    ])
+    second = Term(["-m", "flower", "go", "also handle CRLF"], cwd=workspace, env=env, timeout=240)
+    second.expect("= run ")
+    assert second.wait_exit() == 0, second.seen[-2000:]
+    shown = second.text()
+    assert "<- waking run" in shown and "(wake 1)" in shown and "brief: confirmed" in shown
+    assert "goal: 1 items" in shown and "appended to the brief" in shown
+    assert "also handle CRLF" in (workspace / ".flower" / "notes" / "brief.md").read_text()
+    after = scripted_api.main_requests[len(scripted_api.main_requests) - 5:]
+    assert "also handle CRLF" in after[0].text  # the goal was derived again from the amended brief
+    assert "CRLF is handled" in (workspace / ".flower" / "notes" / "goal.md").read_text()
+    # The work step resumed its own session: the request carries the history it had before the kill.
+    assert "CODE-SLOW" in after[1].text and len(after[1].messages) > len(work_session.messages)
+    assert "also handle CRLF" in after[2].result_text()  # and the coordinator's inbox delivered the sentence

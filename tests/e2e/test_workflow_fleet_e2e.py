@@ -1,0 +1,140 @@
+"""A fleet on PostgreSQL (issue #13; SPEC L-6, B-13): `flower run` fans out 6 agent steps, 2 at a time, through
+a DBOS queue; a `flower worker` process takes some of them; the worker is SIGKILLed mid-step and restarted
+under the same name; every step completes exactly once to a result and the run finishes."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from flower.core import texts
+from flower.flow import engine
+from flower.testing import ScriptedAPI, text
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
+
+ADMIN = os.environ.get("FLOWER_TEST_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
+
+FLOW = """\
+from flower import AgentSpec, Step, Workflow
+
+spec = AgentSpec(name="agent", instructions="You work on one item.", allowed_tools=["Read"])
+fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in range(6)], limit=2)],
+               name="fan")
+"""
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    name = f"flow_fleet_{os.getpid()}_{secrets.token_hex(3)}"
+    try:
+        with psycopg.connect(ADMIN, autocommit=True, connect_timeout=3) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    except psycopg.OperationalError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"PostgreSQL unreachable: {exc}")
+    try:
+        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(ADMIN, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def flower(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "flower", *args], env={**os.environ, **env}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def first_line(child: subprocess.Popen[str], timeout: float = 60) -> str:
+    assert child.stderr is not None
+    ready, _, _ = select.select([child.stderr], [], [], timeout)
+    assert ready, "the worker printed nothing"
+    return child.stderr.readline()
+
+
+def test_fan_out_over_a_lead_and_a_worker_survives_a_killed_worker(
+    scripted_api: ScriptedAPI, tmp_path: Path, database: str
+) -> None:
+    lock = threading.Lock()
+    seen: dict[str, list[Any]] = {}
+    arrived: dict[str, float] = {}
+
+    def handler(request: Any) -> Any:
+        (item,) = set(re.findall(r"ITEM-(n\d)", request.text))
+        with lock:
+            seen.setdefault(item, []).append(request)
+            arrived.setdefault(item, time.monotonic())
+        return text(f"done {item}", delay=4.0)
+
+    scripted_api.handler = handler
+    (tmp_path / "flow.py").write_text(FLOW)
+    env = scripted_api.cli_env(tmp_path / "home")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    worker_args = ("worker", "--store", database, "--id", "w1", "-r", str(tmp_path / "worker-runs"))
+    worker = flower(env, *worker_args)
+    assert first_line(worker).startswith("worker w1 on postgresql://postgres@127.0.0.1:5432/flow_fleet_")
+    lead = flower(env, "run", f"{tmp_path / 'flow.py'}:fan", "-w", str(ws), "-r", str(tmp_path / "runs"),
+                  "--store", database)
+
+    client = engine.client(tmp_path / "runs", database)
+    try:
+        victim = None
+        deadline = time.monotonic() + 120
+        while victim is None and time.monotonic() < deadline:
+            for child in client.list_workflows(status=["PENDING"], executor_id="w1", load_input=False,
+                                               load_output=False):  # DBOS says: the worker runs this step
+                item = "n" + child.workflow_id.rsplit("[", 1)[-1].rstrip("]")
+                with lock:
+                    if time.monotonic() - arrived.get(item, 0) < 1.5:  # and its request just arrived
+                        victim = (child.workflow_id, item)
+            time.sleep(0.2)
+        assert victim is not None, "the worker never took a step"
+        time.sleep(0.5)  # its request is being answered: the step is in flight
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+        worker = flower(env, *worker_args)  # the same name: DBOS puts its unfinished step back in the queue
+        first_line(worker)
+
+        out, err = lead.communicate(timeout=180)
+        assert lead.returncode == 0, err
+
+        (run,) = client.list_workflows(name="flower.run")
+        ctx = run.output
+        assert ctx["each"] == [f"done n{i}" for i in range(6)]  # every result, in order
+        ran_by = ctx["_ran_by"]
+        lead_ids = {v for v in ran_by.values() if v != "w1"}
+        assert len(lead_ids) == 1 and lead_ids != {"?"}  # the lead ran steps; the worker ran the victim (above)
+        branches = client.list_workflows(workflow_id_prefix=f"{run.workflow_id}/", load_output=False)
+        assert sorted(b.workflow_id for b in branches) == sorted(f"{run.workflow_id}/each[{i}]" for i in range(6))
+        assert all(b.status == "SUCCESS" for b in branches)
+        for branch in branches:  # exactly one recorded agent result per step
+            steps = client.list_workflow_steps(branch.workflow_id)
+            assert [s["function_name"] for s in steps if s["function_name"].startswith("agent:")] == [
+                "agent:" + branch.workflow_id.split("/", 1)[1]]
+        # the killed step resumed its own session with the resume prompt, once
+        first, *later = seen[victim[1]]
+        assert later and later[-1].headers.get("x-claude-code-session-id") == first.headers.get(
+            "x-claude-code-session-id")
+        assert texts.RESUME_AFTER_CRASH in later[-1].last_user_text()
+    finally:
+        client.destroy()
+        for child in (worker, lead):
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGTERM)
+                child.wait(timeout=30)
