@@ -212,6 +212,8 @@ class SpanRecorder:
         for key in ("run_id", "resume"):
             if event.payload.get(key):
                 attributes[f"flower.{key}"] = str(event.payload[key])
+        if event.payload.get("run_id"):  # Phoenix and Langfuse group a run's traces by session
+            attributes["session.id"] = str(event.payload["run_id"])
         self.step = self._open(f"invoke_agent {name}", None, now, attributes)
         self._start_generation(now)
         self.last["main"] = now

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flower.report.analysis import Report
-from flower.report.timeline import Timeline
+from flower.report.timeline import Arrow, Timeline
 from flower.report.text import format_tokens
 
 __all__ = ["render_html"]
@@ -234,9 +234,22 @@ def _tick(seconds: float, step: float) -> str:
     return f"{seconds:g} s"
 
 
+MAX_LANES = 40
+
+
 def _timeline_chart(tl: Timeline) -> str:
-    """Threads as bars over time (main and each subagent), dispatch arrows, axis ticks with units."""
+    """Threads as bars over time (main and each subagent), dispatch arrows, axis ticks with units; past
+    `MAX_LANES` subagents, the rest are counted in a note instead of drawn."""
     title = "threads over time"
+    workers = [i for i, lane in enumerate(tl.lanes) if lane.kind == "worker"]
+    if len(workers) > MAX_LANES:
+        keep = [i for i, lane in enumerate(tl.lanes) if lane.kind == "main" or i in workers[:MAX_LANES]]
+        where = {old: new for new, old in enumerate(keep)}
+        hidden = len(workers) - MAX_LANES
+        tl = Timeline([tl.lanes[i] for i in keep],
+                      [Arrow(a.at, where[a.source], where[a.target], a.label) for a in tl.arrows
+                       if a.source in where and a.target in where], tl.prompt, tl.outcome, tl.ok)
+        title += f" (first {MAX_LANES} subagents; {hidden} more not drawn)"
     if not tl.lanes:
         return _svg("chart-timeline", 80, title, _el("g", _el("text", "no timestamps", x=10, y=40), class_="plot"))
     left, right, top, lane_h, axis = 190, 30, 16, 26, 34

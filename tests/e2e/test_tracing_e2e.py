@@ -63,7 +63,7 @@ async def test_a_run_traces_steps_generations_workers_tools_spills_and_handoffs(
     assert [s.name for s in steps] == ["invoke_agent lead", "invoke_agent lead"]
     assert [_attr(s, "flower.step") for s in steps] == ["survey-and-fix", "verify"]
     for step, result in zip(steps, run.steps):
-        assert _attr(step, "gen_ai.operation.name") == "invoke_agent"
+        assert _attr(step, "gen_ai.operation.name") == "invoke_agent" and _attr(step, "session.id") == "demo"
         assert _attr(step, "gen_ai.agent.name") == "lead" and _attr(step, "flower.ok") is True
         assert _attr(step, "gen_ai.conversation.id") == result.session_id
         assert _attr(step, "flower.cost_usd") == pytest.approx(result.cost_usd)

@@ -66,3 +66,15 @@ def test_report_by_adds_up_and_prints_json(run_dir: Path) -> None:  # noqa: F811
     assert workers["total"]["messages"] == report["main"]["turns"] + report["subagents"]["turns"]
     shown = invoke("report", str(run_dir), "--by", "model").stdout
     assert "by model" in shown and "total" in shown
+
+
+def test_the_timeline_draws_at_most_forty_subagent_lanes() -> None:
+    from flower.report.html import _timeline_chart
+    from flower.report.timeline import Arrow, Lane, Timeline
+
+    lanes = [Lane("main 1", "main", 0.0, 100.0, 10, 1, "s")]
+    lanes += [Lane(f"w{i}", "worker", float(i), i + 1.0, 5, 1, f"a{i}") for i in range(60)]
+    svg = _timeline_chart(Timeline(lanes, [Arrow(float(i), 0, i + 1, f"w{i}") for i in range(60)]))
+    assert svg.count('class="lane"') == 41 and svg.count('class="dispatch"') == 40
+    assert "20 more not drawn" in svg
+    assert re.findall(r'class="tick-label"[^>]*>([^<]+)<', svg)[:3] == ["0 s", "15 s", "30 s"]
