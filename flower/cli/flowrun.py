@@ -24,7 +24,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from flower.cli.launch import check_credentials, cli_env, execute, read_prompt
+from flower.cli.launch import check_credentials, cli_env, execute, read_prompt, resolve_target
 from flower.core.events import Event
 from flower.errors import ConfigError, FlowError, FlowerError
 
@@ -38,22 +38,6 @@ _store = click.option("--store", envvar="FLOWER_STORE", default=None, metavar="D
                       help="Session store; a postgresql:// DSN also holds the runs' state, shared by a fleet "
                       "(env FLOWER_STORE).")
 _verbose = click.option("--verbose", "-v", is_flag=True, help="Show DBOS's own log lines.")
-
-
-def _load(target: str) -> Any:
-    from flower.cli.launch import _import_file, _import_module
-
-    source, sep, attr = target.rpartition(":")
-    if not sep or not source or not attr:
-        raise ConfigError(f"run target {target!r} must look like FILE.py:ATTR or module:attr")
-    is_file = source.endswith(".py") or os.sep in source or Path(source).is_file()
-    value = _import_file(Path(source)) if is_file else _import_module(source)
-    for part in attr.split("."):
-        if not hasattr(value, part):
-            raise ConfigError(f"{source} has no attribute {attr!r}")
-        value = getattr(value, part)
-    canonical = f"{Path(source).resolve()}:{attr}" if is_file else None
-    return value, canonical
 
 
 def _call_factory(factory: Any, source: str) -> Any:
@@ -149,7 +133,7 @@ def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: st
     from flower.core.spec import AgentSpec
     from flower.flow.workflow import Workflow, as_workflow
 
-    value, canonical = _load(target)
+    value, canonical = resolve_target(target)
     source = canonical or target
     if not isinstance(value, (AgentSpec, Workflow)) and callable(value):
         value = _call_factory(value, source)

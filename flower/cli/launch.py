@@ -24,7 +24,7 @@ from rich.console import Console
 
 from flower.errors import ConfigError, FlowerError
 
-__all__ = ["check_credentials", "cli_env", "execute", "load_spec", "read_prompt"]
+__all__ = ["check_credentials", "cli_env", "execute", "load_spec", "read_prompt", "resolve_target"]
 
 CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 PROVIDERS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
@@ -76,10 +76,9 @@ def _import_module(name: str) -> Any:
         sys.path.remove(os.getcwd())
 
 
-def load_spec(target: str) -> Any:
-    """The `AgentSpec` named by `FILE.py:ATTR` or `module:attr` (or returned by a zero-argument callable)."""
-    from flower.core.spec import AgentSpec
-
+def resolve_target(target: str) -> tuple[Any, str | None]:
+    """The object named by `FILE.py:ATTR` or `module:attr`, and `/abs/FILE.py:ATTR` for a file target (None
+    for a module), so that another process can load the same object."""
     source, sep, attr = target.rpartition(":")
     if not sep or not source or not attr:
         raise ConfigError(f"run target {target!r} must look like FILE.py:ATTR or module:attr")
@@ -89,6 +88,14 @@ def load_spec(target: str) -> Any:
         if not hasattr(value, part):
             raise ConfigError(f"{source} has no attribute {attr!r}")
         value = getattr(value, part)
+    return value, (f"{Path(source).resolve()}:{attr}" if is_file else None)
+
+
+def load_spec(target: str) -> Any:
+    """The `AgentSpec` named by `FILE.py:ATTR` or `module:attr` (or returned by a zero-argument callable)."""
+    from flower.core.spec import AgentSpec
+
+    value, _ = resolve_target(target)
     if not isinstance(value, AgentSpec) and callable(value):
         try:
             value = value()
