@@ -28,6 +28,7 @@ from flower.core.events import OnEvent
 from flower.core.runtime import Runtime
 from flower.core.spec import AgentSpec
 from flower.core.steps import StepResult
+from flower.core.stream import EventStream
 from flower.errors import ConfigError, FlowError, FlowerError
 from flower.flow import durable
 from flower.flow.step import _UNSET, Parallel, Step, StepAbort
@@ -170,6 +171,12 @@ class Workflow:
             return await self.run(runtime, **kwargs)
 
         return anyio.run(main)
+
+    def stream(self, runtime: Runtime, **kwargs: Any) -> EventStream[Context]:
+        """`async for event in wf.stream(runtime)`: every step's events as they happen; the `Context` is in
+        `.result` afterwards. Takes `run()`'s keywords (an `on_event` still gets every event)."""
+        on_event = kwargs.pop("on_event", None)
+        return EventStream(lambda forward: self.run(runtime, on_event=forward, **kwargs), on_event)
 
     # --- the engine's side (called from the DBOS workflows in flower.flow.durable) ----------------------
 

@@ -56,3 +56,27 @@ async def test_leaving_the_loop_early_cancels_the_run(
     assert time.monotonic() - started < 20
     assert stream.result is None
     assert not (tmp_path / "runs" / "manifest.json").exists()  # the step never finished
+
+
+async def test_a_workflow_streams_every_steps_events(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """The same idiom for a durable workflow: both steps' events in order; the Context in `.result`."""
+    from flower import Step, Workflow
+    from flower.flow import engine
+
+    scripted_api.script([text("first answer"), text("second answer")])
+    rt = Runtime(workspace, run_dir=tmp_path / "runs", env=scripted_api.cli_env(tmp_path / "home"))
+    spec = AgentSpec(name="agent", instructions="Answer.", allowed_tools=["Read"])
+    wf = Workflow([Step("a", spec, "one"), Step("b", spec, "two")], name="streamed")
+    try:
+        stream = wf.stream(rt)
+        events = [event async for event in stream]
+    finally:
+        if engine.current() is not None:
+            engine.destroy()
+    steps = [(e.text, e.payload.get("phase")) for e in events if e.kind == "step"]
+    assert [s for s in steps if s[1] in ("start", "end")] == [("a", "start"), ("a", "end"), ("b", "start"),
+                                                            ("b", "end")]
+    assert [e.text for e in events if e.kind == "result"] == ["first answer", "second answer"]
+    assert stream.result is not None and stream.result["b"] == "second answer" and stream.result.ok
