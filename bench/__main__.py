@@ -28,7 +28,7 @@ from bench._table import machine, normalize, render
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results.json"
-ORDER = ("economy", "resume_payload", "guards", "startup", "glance", "spill", "store", "rewrite")
+ORDER = ("economy", "endurance", "resume_payload", "guards", "startup", "glance", "spill", "store", "rewrite")
 
 Runner = Callable[..., list[dict[str, Any]]]
 

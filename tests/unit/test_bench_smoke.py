@@ -17,7 +17,7 @@ from bench._table import KEYS, normalize
 
 from tests.data.transcripts import TRANSCRIPTS
 
-CLI_MODULES = {"economy", "guards", "placement", "tracing"}
+CLI_MODULES = {"economy", "endurance", "guards", "placement", "tracing"}
 TRANSCRIPT_MODULES = {"resume_payload", "rewrite", "store"}
 
 
