@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sqlite3
 import statistics
 import sys
@@ -124,6 +125,9 @@ class Tape:
     """Resident bytes of the flower process (the runtime and its hooks; the CLI and the fake apart)."""
     compactions: int = 0
     handoffs: int = 0
+    restarts: int = 0
+    resumed: list[bool] = field(default_factory=list)
+    """Per restart: whether its first main request continued the recorded session (more than the prompt)."""
     store_sizes: list[tuple[int, int]] = field(default_factory=list)
     """(main turns so far, store bytes) sampled every quarter of the plan."""
 
@@ -142,8 +146,13 @@ def _rss(pid: int | None) -> int:
 class Driver:
     """The scripted model as a handler: the next step of the plan for each request, by thread."""
 
-    def __init__(self, units: Sequence[Unit], *, flower: bool, store: Path | None = None) -> None:
+    def __init__(self, units: Sequence[Unit], *, flower: bool, store: Path | None = None,
+                 kill_every: int | None = None) -> None:
         self.flower = flower
+        self.kill_every = kill_every
+        self.killed = False
+        """The flower process was SIGKILLed by this driver and has not been started again yet."""
+        self._after_kill = False
         self.pid: int | None = None
         """The flower process, whose RSS is sampled at each main request."""
         self.tape = Tape()
@@ -180,7 +189,15 @@ class Driver:
                 return text(HANDOFF_DOC)
             if request.is_subagent:
                 return self._worker(request)
-            return self._next_main()
+            if self._after_kill:  # the first main request of the restarted process: a resume, or a fresh start?
+                self._after_kill = False
+                self.tape.resumed.append(len(request.messages) > 2)
+            step = self._next_main()
+            if self.kill_every and self.pid and self._used % self.kill_every == 0 and self._used < self.planned - 1:
+                self.killed = self._after_kill = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pid, signal.SIGKILL)  # the flower process and the CLI it started
+            return step
 
     def _next_main(self) -> Step:
         self.tape.times.append(time.monotonic())
@@ -250,8 +267,9 @@ async def run_plain(root: Path, units: Sequence[Unit], window: int) -> Measured:
     return _measure(api, driver)
 
 
-def flower_child(ws: Path, run_dir: Path, base_url: str, home: Path, window: int) -> None:
-    """The flower side, in a process of its own so that its RSS is flower's, not the fake's."""
+def flower_child(ws: Path, run_dir: Path, base_url: str, home: Path, window: int, durable: bool = False) -> None:
+    """The flower side, in a process of its own so that its RSS is flower's, not the fake's. `durable`: the
+    same step as a one-step durable workflow, which a restarted process continues."""
     from flower.testing.server import cli_env
 
     runner = worker("Runs the generators of one work item and reports.", "You run commands.",
@@ -259,24 +277,42 @@ def flower_child(ws: Path, run_dir: Path, base_url: str, home: Path, window: int
     lead = coordinator("lead", "Goal: work through the backlog.", {"runner": runner})
     runtime = Runtime(ws, run_dir=run_dir, env=cli_env(base_url, home), run_id="endurance",
                       handoff=HandoffPolicy(window=window, max_generations=1_000))
+    if durable:
+        from flower.flow.step import Step
+        from flower.flow.workflow import Workflow
+
+        ctx = Workflow([Step("endurance", lead, PROMPT)], name="endurance").run_sync(runtime)
+        if ctx.failed_at:
+            raise SystemExit(f"the durable flower run failed: {ctx.results.get(ctx.failed_at)}")
+        return
     result = runtime.run_sync(lead, PROMPT, step_name="endurance")
     if not result.ok:
         raise SystemExit(f"the flower run failed: {result.error}")
 
 
-async def run_flower(root: Path, units: Sequence[Unit], window: int) -> Measured:
-    ws = make_workspace(root / "flower")
-    run_dir = root / "flower" / "runs"
-    driver = Driver(units, flower=True, store=run_dir)
+async def run_flower(root: Path, units: Sequence[Unit], window: int, kill_every: int | None = None) -> Measured:
+    """flower's run; with `kill_every`, a durable workflow whose process is SIGKILLed (with the CLI it
+    started) every `kill_every` main turns and started again with the same command."""
+    label = "flower" if kill_every is None else "durable"
+    ws = make_workspace(root / label)
+    run_dir = root / label / "runs"
+    driver = Driver(units, flower=True, store=run_dir, kill_every=kill_every)
     with ScriptedAPI(handler=driver) as api:
         args = [sys.executable, "-m", "bench.endurance", "--child", str(ws), str(run_dir), api.base_url,
-                str(root / "flower" / "home"), str(window)]
-        process = await anyio.open_process(args, cwd=Path(__file__).resolve().parents[1])
-        driver.pid = process.pid
-        code = await process.wait()
-        if code != 0:
-            error = (await process.stderr.receive()).decode(errors="replace") if process.stderr else ""
-            raise RuntimeError(f"the flower run failed (exit {code}): {error.strip()[-300:]}")
+                str(root / label / "home"), str(window)] + (["--durable"] if kill_every else [])
+        while True:
+            process = await anyio.open_process(args, cwd=Path(__file__).resolve().parents[1],
+                                               start_new_session=True)
+            driver.pid = process.pid
+            code = await process.wait()
+            if code == -signal.SIGKILL and driver.killed:
+                driver.killed = False
+                driver.tape.restarts += 1
+                continue
+            if code != 0:
+                error = (await process.stderr.receive()).decode(errors="replace") if process.stderr else ""
+                raise RuntimeError(f"the {label} run failed (exit {code}): {error.strip()[-300:]}")
+            break
     measured = _measure(api, driver)
     driver.tape.store_sizes.append((len(driver.tape.times), _store_bytes(run_dir)))
     measured.kept_off = sum(size for unit in units for size, _ in unit.outputs)
@@ -342,18 +378,35 @@ def run(tiny: bool = False, long: bool = False) -> list[dict[str, Any]]:
     turns, window = (60, 100_000) if tiny else ((10_000 if long else 1_000), 200_000)
     units = plan(turns)
 
-    async def both() -> tuple[Measured, Measured]:
-        with tempfile.TemporaryDirectory(prefix="flower-bench-endurance-") as tmp:
-            return await run_plain(Path(tmp), units, window), await run_flower(Path(tmp), units, window)
+    every = 20 if tiny else 250
 
-    plain, ours = anyio.run(both)
-    return rows(plain, ours, turns, window)
+    async def three() -> tuple[Measured, Measured, Measured]:
+        with tempfile.TemporaryDirectory(prefix="flower-bench-endurance-") as tmp:
+            return (await run_plain(Path(tmp), units, window), await run_flower(Path(tmp), units, window),
+                    await run_flower(Path(tmp), units, window, kill_every=every))
+
+    plain, ours, durable = anyio.run(three)
+    return rows(plain, ours, turns, window) + restart_rows(ours, durable, every)
+
+
+def restart_rows(ours: Measured, durable: Measured, every: int) -> list[dict[str, Any]]:
+    sum_b, sum_d = sum(ours.main_tokens), sum(durable.main_tokens)
+    tape = durable.tape
+    resumed = sum(tape.resumed)
+    return [
+        row(BENCH, f"durable flower, SIGKILLed every {every} turns: main input", sum_d, "tokens", sum_d / sum_b,
+            f"vs the uninterrupted flower run; goal <= 1.05x: {_met(sum_d <= 1.05 * sum_b)}; {tape.restarts} "
+            f"restarts by running the same command again"),
+        row(BENCH, "durable flower: restarts that resumed the recorded session", resumed, "restarts", None,
+            f"of {len(tape.resumed)}; a fresh start would repeat finished turns: "
+            f"{_met(resumed == len(tape.resumed) == tape.restarts and tape.restarts > 0)}"),
+    ]
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
         ws, run_dir, url, home, size = sys.argv[2:7]
-        flower_child(Path(ws), Path(run_dir), url, Path(home), int(size))
+        flower_child(Path(ws), Path(run_dir), url, Path(home), int(size), durable="--durable" in sys.argv)
         raise SystemExit(0)
     for r in run(tiny="--tiny" in sys.argv, long="--long" in sys.argv):
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
