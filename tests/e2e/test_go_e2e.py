@@ -177,3 +177,31 @@ def test_ctrl_c_once_interrupts_with_a_remark_and_twice_stops_with_the_resume_co
     term.send(CTRL_C)
     term.expect("Continue it with: flower go -w")
     assert term.wait_exit() == 130
+
+
+def test_new_archives_the_brief_and_starts_over_on_a_pipe(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    import subprocess
+    import sys
+
+    env = scripted_api.cli_env(tmp_path / "home")
+
+    def go(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "flower", "go", "--clarify-only", *args], cwd=workspace,
+                              env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=180)
+
+    scripted_api.script([text(BRIEF)])
+    first = go(REQUEST)
+    assert first.returncode == 0, first.stderr
+    assert "\x1b" not in first.stdout and "= step clarify" in first.stdout  # plain lines on a pipe
+    notes = workspace / ".flower" / "notes"
+    assert "RFC 4180 quoting" in (notes / "brief.md").read_text()
+
+    scripted_api.script([text(BRIEF.replace("RFC 4180 quoting", "Excel quoting"))])
+    second = go("--new", "import TSV files too")
+    assert second.returncode == 0, second.stderr
+    archived = list((notes / "archive").glob("*/brief.md"))
+    assert len(archived) == 1 and "RFC 4180 quoting" in archived[0].read_text()
+    assert "Excel quoting" in (notes / "brief.md").read_text()
+    assert "import TSV files too" in scripted_api.main_requests[-1].text  # clarified afresh, not skipped
