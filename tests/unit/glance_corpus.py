@@ -51,7 +51,7 @@ ALLOWED: list[str] = [
     "git rev-parse --abbrev-ref HEAD",
     "git rev-parse --show-toplevel",
     "git rev-parse --short HEAD",
-    "git describe --tags --always --dirty",
+    "git describe --tags --always",
     "git ls-files",
     "git ls-files -m --others --exclude-standard",
     "git ls-files | wc -l",
@@ -748,4 +748,12 @@ REFUSED: list[tuple[str, str]] = [
     ("git tag -d v1", "`git tag -d`"),
     ("git tag -a v2 -m x", "`git tag -a`"),
     ("git config user.name alice", "git config"),
+    # issue #16 attack report: git forms that diff through textconv or enter submodules
+    ("git status -v", "`git status -v`"),
+    ("git status --verbose", "`git status --verbose`"),
+    ("git describe --dirty --always", "`git describe --dirty`"),
+    ("git describe --broken", "`git describe --broken`"),
+    ("git status --ignore-submodules=none", "`git status --ignore-submodules`"),
+    ("git diff --ignore-submodules=untracked", "`git diff --ignore-submodules`"),
+    ("git diff --submodule=diff", "`git diff --submodule`"),
 ]

@@ -97,13 +97,16 @@ def test_the_wall_and_the_expiry_ask_the_same_function() -> None:
 
 
 @pytest.mark.anyio
-async def test_the_wall_allows_exactly_what_expires_over_the_whole_corpus() -> None:
+async def test_the_wall_allows_exactly_what_expires_over_the_whole_corpus(tmp_path: Path) -> None:
     """S-8: over every corpus command, the coordinator's Bash wall lets it run if and only if the resume
     rewrite would expire its result; a denial carries describe_refusal's reason."""
     (hook,) = delegate_guard(allow_glance=True).hooks
     expires = EphemeralPolicy().resolved_predicate()
+    for directory in {w for c in ALLOWED for w in c.split()[2:3] if c.startswith("git -C ")}:
+        (tmp_path / directory).mkdir(parents=True, exist_ok=True)  # git -C DIR: the wall reads DIR's config
     for command in ALLOWED + [command for command, _ in REFUSED]:
-        data = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command}}
+        data = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
+                "cwd": str(tmp_path)}
         decision = await hook(data, "toolu_1", {"signal": None})
         denied = (decision.get("hookSpecificOutput") or {}).get("permissionDecision") == "deny"
         assert (not denied) == expires(command), command
