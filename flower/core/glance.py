@@ -101,8 +101,9 @@ class _Found:
     """What judging a glance learned beyond the verdict: the words the wall checks on disk, and where
     each git command takes its pins."""
 
-    paths: list[tuple[Word, bool]]
-    """Each word to look up on disk, and whether its command reads what it names."""
+    paths: list[tuple[Word, bool, str]]
+    """Each word to look up on disk, whether its command reads what it names, and the directory (below
+    the working directory) its command resolves it in (`git -C DIR`)."""
     gits: list[tuple[int, list[tuple[int, str]], list[str]]]
     """Per git command: where its pins go, (position, flags) for its subcommand, its `-C` values."""
 
@@ -168,6 +169,7 @@ def _judge_command(node: object, src: str, found: _Found) -> None:
         raise _Refuse("command", head.value)
     rule = COMMANDS[head.value]
     blind = rule.flags is None and rule.words is None and not rule.reads
+    first_path = len(found.paths)
     for word in words[1:]:
         flag = word.value.partition("=")[0]
         if word.literal and (flag.startswith(_BANNED_LONG) or flag == "--hard"):
@@ -176,18 +178,28 @@ def _judge_command(node: object, src: str, found: _Found) -> None:
             raise _Refuse("network", f"{head.value} {word.value}")
         if device_word(word.value, word.literal) or (rule.reads and root_word(word.value)):
             raise _Refuse("device", f"{head.value} {word.value}")
-        if word.params and not blind:
-            # `cat $_`: a parameter can hold any path, `/dev/zero` included.
+        if word.params and (not blind or word.braced or head.value not in _NO_PATHS):
+            # `cat $_`, `du -X${_}v/zero`: a parameter can hold any path, `/dev/zero` included, and the
+            # wall's look at the disk must see the final word. `echo $X{1..99999999}`: bash builds it all.
+            raise _Refuse("expansion", f"{head.value} {word.value}")
+        if word.bracket:
+            # `cat [^a]`: bash's bracket expressions (negation, classes) are not Python's: unknowable.
             raise _Refuse("expansion", f"{head.value} {word.value}")
         if not word.params:
-            found.paths.append((word, rule.reads))
+            found.paths.append((word, rule.reads, ""))
     harden: list[tuple[int, str]] = []
     readings = _apply(rule, head.value, words[1:], head.end, harden)
     if head.value == "git":
         check_git_words("git", [w.value for w in words[1:]])
         dirs = [value for args in readings[:1] for value in args.values("-C")]
         found.gits.append((head.end, harden, dirs))
+        if dirs:  # `git -C a hash-object zz` opens a/zz: look where git looks
+            base = os.path.join(*dirs)
+            found.paths[first_path:] = [(w, r, base) for w, r, _ in found.paths[first_path:]]
 
+
+_NO_PATHS = frozenset("echo printf true false printenv test [".split())
+"""Commands none of whose words names a file they open: only these may take a `$NAME` word."""
 
 _NULL_SINKS = (">", ">>", "&>", "&>>", ">&")
 
@@ -209,7 +221,7 @@ def _check_redirect(node: object, src: str, found: _Found) -> None:
         if word.literal and fd in (None, 0):
             if device_word(word.value):
                 raise _Refuse("network" if inet_word(word.value) else "device", f"< {word.value}")
-            found.paths.append((word, True))
+            found.paths.append((word, True, ""))
             return
     start, end = node.pos  # type: ignore[attr-defined]
     raise _Refuse("redirect", src[start:end])
@@ -298,29 +310,49 @@ def _size(path: str) -> int:
         return 0
 
 
+def _candidates(word: Word, base: str, cwd: str) -> list[tuple[str, bool]] | str:
+    """The names a word may make its command open, each with whether it is a value hidden inside an
+    option (`-fz`, `--exclude-from=z`, `-o=go-template-file=z`); or a refusal reason."""
+    if not word.literal:
+        pattern = os.path.expanduser(word.value) if word.value.startswith("~") else word.value
+        if word.braced or "{" in pattern:
+            return texts.GLANCE_WHY["expansion"].format(what=word.value)
+        names = []
+        for name in glob.iglob(pattern, root_dir=os.path.join(cwd, base)):
+            names.append((name, False))
+            if len(names) > _MAX_DISK_CHECKS:
+                return texts.GLANCE_WHY["long"]  # never check a part and skip the rest
+        return names
+    value = word.value
+    names = [(value, False)]
+    if value.startswith("-") and not value.startswith("--"):
+        # A short option's attached value (`grep -fz`, `du -Xz`, `git diff -Oz`): any suffix may be one.
+        names += [(value[k:], True) for k in range(2, len(value))]
+    for k, ch in enumerate(value):
+        if ch == "=" and k + 1 < len(value):
+            names.append((value[k + 1 :], True))  # `--files0-from=FIFO`, `-o=go-template-file=z`
+    return names
+
+
 def _on_disk(found: _Found, cwd: str) -> str | None:
     """The wall's look at the filesystem: no word names a FIFO, socket or device (through a symlink or
     a glob), and `git -C` stays below the working directory."""
     checked = 0
     root = os.path.realpath(cwd)
-    for word, reads in found.paths:
-        names = [word.value]
-        if word.literal and word.value.startswith("--") and "=" in word.value:
-            names.append(word.value.partition("=")[2])  # `--files0-from=FIFO`
-        if not word.literal:
-            pattern = os.path.expanduser(word.value) if word.value.startswith("~") else word.value
-            names = glob.glob(pattern, root_dir=cwd)[:_MAX_DISK_CHECKS] if "{" not in pattern else []
-            if "{" in pattern:
-                return texts.GLANCE_WHY["expansion"].format(what=word.value)
-        for name in names:
+    for word, reads, base in found.paths:
+        names = _candidates(word, base, cwd)
+        if isinstance(names, str):
+            return names
+        where = os.path.join(cwd, base)
+        for name, hidden in names:
             if not word.literal and name.startswith(("-", "+")):
                 return _reason(_Refuse("flag", f"{word.value} matches {name}"))  # an option in disguise
             checked += 1
-            if checked > _MAX_DISK_CHECKS:
+            if checked > _MAX_DISK_CHECKS * 4:
                 return texts.GLANCE_WHY["long"]
-            if special_file(name, cwd) or (reads and os.path.realpath(os.path.join(cwd, name)) == "/"):
+            if special_file(name, where) or (reads and not hidden and os.path.realpath(os.path.join(where, name)) == "/"):
                 return _reason(_Refuse("device", name))
-            if reads and _size(os.path.join(cwd, os.path.expanduser(name))) > MAX_READ_BYTES:
+            if (reads or hidden) and _size(os.path.join(where, os.path.expanduser(name))) > MAX_READ_BYTES:
                 return _reason(_Refuse("endless", f"{name} (over {MAX_READ_BYTES >> 30} GiB)"))
     for _, _, dirs in found.gits:
         where = cwd

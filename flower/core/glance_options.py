@@ -51,6 +51,10 @@ class Word:
     """Bash would substitute a parameter in it (`$NAME`, `~+`): it could become any text at all."""
     end: int = -1
     """Where the word ends in the command's source text (-1: unknown)."""
+    braced: bool = False
+    """Bash would split it by brace expansion (`a{,b}`, `{1..9}`)."""
+    bracket: bool = False
+    """It holds a bash bracket expression (`[^a]`, `[[:alpha:]]`), which Python's glob reads differently."""
 
 
 @dataclass(frozen=True)

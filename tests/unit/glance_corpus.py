@@ -81,7 +81,7 @@ ALLOWED: list[str] = [
     "ls -la",
     "ls -la ~/projects",
     "ls src/*.py",
-    "ls $HOME",
+    "echo $HOME",
     "pwd",
     "cat README.md",
     "cat 'my file.txt'",
@@ -756,4 +756,14 @@ REFUSED: list[tuple[str, str]] = [
     ("git status --ignore-submodules=none", "`git status --ignore-submodules`"),
     ("git diff --ignore-submodules=untracked", "`git diff --ignore-submodules`"),
     ("git diff --submodule=diff", "`git diff --submodule`"),
+    # a parameter in a command that opens paths: the disk check cannot see the final word
+    ("ls $HOME", "`ls $HOME`"),
+    ("true /de; du -X${_}v/zero .", "`du -X${_}v/zero`"),
+    ("true /de; du --files0-from=${_}v/zero", "`du --files0-from=${_}v/zero`"),
+    ("echo $X{1..99999999}", "`echo $X{1..99999999}`"),
+    ("ls ~+{1..99999999}", "`ls ~+{1..99999999}`"),
+    # bash bracket expressions are not Python's
+    ("cat [^a]", "`cat [^a]`"),
+    ("cat [[:alpha:]]", "`cat [[:alpha:]]`"),
+    ("grep -R x [^.]*", "`grep [^.]*`"),
 ]

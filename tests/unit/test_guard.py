@@ -362,3 +362,24 @@ async def test_a_glance_without_a_working_directory_is_denied() -> None:
     data.pop("cwd", None)
     reason = denial(await decide(delegate_guard(allow_glance=True), data))
     assert reason and texts.GLANCE_WHY["nocwd"] in reason
+
+
+async def test_attached_option_values_and_git_dash_c_paths_are_looked_up_on_disk(tmp_path: Any) -> None:
+    """Issue #16 item 2-3: a short option's attached value (`-fz`), any `=VALUE`, a path under
+    `git -C DIR`, and every match of a glob (never the first 256 only) go through the disk check."""
+    (tmp_path / "z").symlink_to("/dev/zero")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "zz").symlink_to("/dev/zero")
+    guard = delegate_guard(allow_glance=True)
+    for command in ("grep -fz x plain", "du -Xz .", "git diff -Oz HEAD~0", "git blame -Sz plain",
+                    "date -fz", "file -mz plain", "git -C a hash-object zz", "git -C a grep -f zz"):
+        data = main_call("Bash", command=command)
+        data["cwd"] = str(tmp_path)
+        assert "device, pipe or socket" in (denial(await decide(guard, data)) or ""), command
+    many = tmp_path / "many"
+    many.mkdir()
+    for k in range(300):
+        (many / f"f{k:03}").write_text("x")
+    data = main_call("Bash", command="cat many/*")
+    data["cwd"] = str(tmp_path)
+    assert texts.GLANCE_WHY["long"] in (denial(await decide(guard, data)) or "")
