@@ -73,7 +73,7 @@ from flower.core import texts
 from flower.core.glance_git import GIT_PINS, check_git_words
 from flower.core.glance_options import Args, Refusal as _Refuse, Rule, Word, each_reading, literal as _literal, parse
 from flower.core.glance_paths import device_word, inet_word, root_word, special_file
-from flower.core.glance_rules import COMMANDS
+from flower.core.glance_rules import COMMANDS, reads_stdin
 from flower.core.glance_words import GAP as _GAP, KINDS as _KINDS, word as _word
 
 __all__ = [
@@ -153,13 +153,15 @@ def _apply(rule: Rule, name: str, words: list[Word], anchor: int, harden: list[t
     return readings
 
 
-def _judge_command(node: object, src: str, found: _Found) -> None:
+def _judge_command(node: object, src: str, found: _Found, piped: bool = False) -> None:
     words: list[Word] = []
+    fed = piped  # stdin is a pipe from the previous command or a `< FILE`
     for part in node.parts:  # type: ignore[attr-defined]
         if part.kind == "word":
             words.append(_word(part, src))
         elif part.kind == "redirect":
             _check_redirect(part, src, found)
+            fed = fed or part.type == "<"
         else:
             raise _Refuse("construct", _KINDS.get(part.kind, part.kind))
     if not words:
@@ -189,6 +191,9 @@ def _judge_command(node: object, src: str, found: _Found) -> None:
             found.paths.append((word, rule.reads, ""))
     harden: list[tuple[int, str]] = []
     readings = _apply(rule, head.value, words[1:], head.end, harden)
+    if not fed:
+        # The Bash tool's stdin is not guaranteed closed: a reader with no file may wait forever.
+        reads_stdin(head.value, words[1:], readings)
     if head.value == "git":
         check_git_words("git", [w.value for w in words[1:]])
         dirs = [value for args in readings[:1] for value in args.values("-C")]
@@ -239,7 +244,7 @@ def _check_gaps(src: str, start: int, end: int, children: list) -> None:  # type
         raise _Refuse("parse")
 
 
-def _judge_node(node: object, src: str, found: _Found) -> None:
+def _judge_node(node: object, src: str, found: _Found, piped: bool = False) -> None:
     kind = node.kind  # type: ignore[attr-defined]
     if kind == "list":
         _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
@@ -251,14 +256,16 @@ def _judge_node(node: object, src: str, found: _Found) -> None:
                 _judge_node(part, src, found)
     elif kind == "pipeline":
         _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
+        seen_pipe = False
         for part in node.parts:  # type: ignore[attr-defined]
             if part.kind == "pipe":
                 if part.pipe not in ("|", "|&"):
                     raise _Refuse("parse")
+                seen_pipe = True
             elif not (part.kind == "reservedword" and part.word == "!"):
-                _judge_node(part, src, found)
+                _judge_node(part, src, found, piped=seen_pipe)
     elif kind == "command":
-        _judge_command(node, src, found)
+        _judge_command(node, src, found, piped)
         _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
     else:
         raise _Refuse("construct", _KINDS.get(kind, kind))

@@ -161,7 +161,8 @@ _REV_FLAGS = ("--all", "--branches", "--tags", "--remotes", "--glob", "--reflog"
 
 
 def _check_git_shortlog(args: Args) -> None:
-    if not args.operands and not args.has(*_REV_FLAGS):
+    revisions = args.operands if args.before_dashdash < 0 else args.operands[: args.before_dashdash]
+    if not revisions and not args.has(*_REV_FLAGS):  # `git shortlog -- x` has paths, no revision
         raise Refusal("revision", "git shortlog")
 
 

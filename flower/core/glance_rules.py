@@ -33,7 +33,9 @@ from flower.core.glance_paths import numeric_local
 from flower.core.glance_jq import check_jq
 from flower.core.glance_programs import awk_program_ok, check_awk, check_sed, sed_script_ok
 
-__all__ = ["COMMANDS", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "literal", "sed_script_ok"]
+__all__ = [
+    "COMMANDS", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "literal", "reads_stdin", "sed_script_ok",
+]
 
 
 def _check_sed(args: Args) -> None:
@@ -130,13 +132,131 @@ def _check_test(args: Args) -> None:
             raise Refusal("flag", f"{args.name} {word.value} (evaluates an array subscript)")
 
 
+# Short options that take a value, and long options that take one in the next word, of the
+# argument-blind readers: a value is never read as a file, an option or the end of options.
+_BLIND_VALUES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "grep": ("ABCDdefmX", ("--after-context", "--before-context", "--context", "--devices", "--directories",
+                           "--regexp", "--file", "--max-count", "--label", "--include", "--exclude",
+                           "--exclude-from", "--exclude-dir", "--binary-files", "--group-separator")),
+    "head": ("nc", ("--lines", "--bytes")),
+    "cut": ("bcdf", ("--bytes", "--characters", "--delimiter", "--fields", "--output-delimiter")),
+    "nl": ("bdfhilnsvw", ("--body-numbering", "--section-delimiter", "--footer-numbering",
+                          "--header-numbering", "--line-increment", "--join-blank-lines", "--number-format",
+                          "--number-separator", "--starting-line-number", "--number-width")),
+    "column": ("csoNRHWETlrip", ("--output-width", "--separator", "--output-separator", "--table-columns",
+                                "--table-right", "--table-hide", "--table-wrap", "--table-noextreme",
+                                "--table-truncate", "--table-name", "--table-order", "--tree",
+                                "--tree-id", "--tree-parent")),
+    "paste": ("d", ("--delimiters",)),
+    "diff": ("CDFILSUWXx", ("--context", "--unified", "--ifdef", "--ignore-matching-lines", "--label",
+                            "--starting-file", "--show-function-line", "--exclude", "--exclude-from",
+                            "--horizon-lines", "--width", "--tabsize", "--from-file", "--to-file")),
+    "cmp": ("iIn", ("--ignore-initial", "--bytes")),
+}
+_BLIND_VALUES["egrep"] = _BLIND_VALUES["fgrep"] = _BLIND_VALUES["grep"]
+
+
+def _blind_walk(name: str, words: tuple[Word, ...]) -> tuple[list[tuple[str, str]], list[Word]]:
+    """Read an argument-blind reader's words as its getopt_long does (permuting): the (option, value)
+    pairs of value-taking options, and the operands."""
+    shorts, longs = _BLIND_VALUES.get(name, ("", ()))
+    values: list[tuple[str, str]] = []
+    operands: list[Word] = []
+    i = 0
+    while i < len(words):
+        word, i = words[i], i + 1
+        value = word.value
+        if not word.literal or value == "-" or not value.startswith("-"):
+            operands.append(word)
+        elif value == "--":
+            operands += words[i:]
+            break
+        elif value.startswith("--"):
+            flag, eq, attached = value.partition("=")
+            taken = [long for long in longs if long.startswith(flag)]
+            if taken and not eq:
+                values.append((taken[0], words[i].value if i < len(words) else ""))
+                i += 1
+            elif taken:
+                values.append((taken[0], attached))
+            else:
+                values.append((flag, attached))
+        else:
+            for j in range(1, len(value)):
+                if value[j] in shorts:
+                    if j + 1 < len(value):
+                        values.append(("-" + value[j], value[j + 1 :]))
+                    else:
+                        values.append(("-" + value[j], words[i].value if i < len(words) else ""))
+                        i += 1
+                    break
+                values.append(("-" + value[j], ""))
+    return values, operands
+
+
 def _check_grep(args: Args) -> None:
     # `-D read` makes a recursive grep open the FIFOs and devices it meets; grep is argument-blind otherwise.
-    for word in args.operands:
-        if word.value == "--":
-            return
-        if re.match(r"-[^-]*D|--d", word.value):
+    # `grep -e -- -D read`: `--` is the value of -e, so options go on; values are skipped, never scanned.
+    for flag, _ in _blind_walk(args.name, args.operands)[0]:
+        if flag == "-D" or flag.startswith("--d"):
             raise Refusal("flag", f"{args.name} -D/--devices")
+
+
+_STDIN_FILE_FLAGS = frozenset(("-f", "--file", "--exclude-from", "-X", "--from-file", "--to-file"))
+
+
+def reads_stdin(name: str, words: list[Word], readings: list[Args]) -> None:
+    """Refuse a reader whose input would be stdin: no file operand, or a `-` (file or pattern file)."""
+    what = f"{name} {' '.join(w.value for w in words)}".strip()
+    if name in _BLIND_VALUES or name in ("cat", "rev", "comm", "tr"):
+        values, operands = _blind_walk(name, tuple(words))
+        if any(v == "-" for f, v in values if f in _STDIN_FILE_FLAGS) or any(w.value == "-" for w in operands):
+            raise Refusal("stdin", what)
+        count = len(operands)
+        if name in ("grep", "egrep", "fgrep"):
+            flags = {f for f, _ in values}
+            if not flags & {"-e", "-f", "--regexp", "--file"}:
+                count -= 1  # the first operand is the pattern
+            if count <= 0 and flags & {"-r", "-R", "--recursive", "--dereference-recursive"}:
+                return  # a recursive grep with no file searches `.`
+        needed = {"tr": 99, "cmp": 2}.get(name, 1)  # tr reads only stdin; `cmp a` compares a with stdin
+        if count < needed:
+            raise Refusal("stdin", what)
+        return
+    rule = COMMANDS.get(name)
+    if rule is None or not rule.reads or rule.flags is None:
+        if name == "git":
+            _git_stdin(words, what)
+        return
+    for args in readings:
+        files = list(args.operands)
+        if name in ("sed",) and not args.values("-e", "--expression"):
+            files = files[1:]
+        elif name in ("awk", "gawk", "mawk", "nawk"):
+            program = files[0].value if files else ""
+            files = [w for w in files[1:] if not re.match(r"[A-Za-z_]\w*=", w.value)]  # var=value operands
+            if not files and re.fullmatch(r"\s*BEGIN\s*\{[^{}]*\}\s*", program) and "getline" not in program:
+                continue  # a BEGIN-only program reads nothing
+        elif name == "jq":
+            if args.has("-n", "--null-input"):
+                continue
+            files = files[1:]
+        elif name == "rg":
+            if args.has("--files", "--type-list"):
+                continue
+            if not args.has("-e", "--regexp", "-f", "--file"):
+                files = files[1:]  # without a path rg searches stdin when stdin is not a terminal
+        if not files or any(w.value == "-" for w in files):
+            raise Refusal("stdin", what)
+
+
+def _git_stdin(words: list[Word], what: str) -> None:
+    values = [w.value for w in words]
+    for k, value in enumerate(values):
+        if value in ("--contents", "-f", "-S", "--ignore-revs-file", "-O") and values[k + 1 : k + 2] == ["-"]:
+            raise Refusal("stdin", what)
+        if value in ("--contents=-", "-f-", "-S-", "--ignore-revs-file=-", "-O-"):
+            raise Refusal("stdin", what)
 
 
 _PING_LIMITS = {"-c": 10, "-w": 30}

@@ -255,12 +255,12 @@ PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 GOOD_SEGMENTS = [
     ["git", "status"], ["git", "log", "--oneline", "-5"], ["git", "diff", "--stat"], ["git", "branch", "-a"],
     ["ls", "-la"], ["cat", "README.md"], ["head", "-n", "5", "a.txt"], ["wc", "-l", "a.txt"], ["pwd"],
-    ["grep", "-rn", "TODO", "src"], ["sort", "-u"], ["uniq", "-c"], ["echo", "---"], ["ps", "aux"],
-    ["jq", ".name", "p.json"], ["sed", "-n", "1,5p", "f.txt"], ["awk", "{print $1}"],
+    ["grep", "-rn", "TODO", "src"], ["sort", "-u", "a.txt"], ["uniq", "-c", "a.txt"], ["echo", "---"], ["ps", "aux"],
+    ["jq", ".name", "p.json"], ["sed", "-n", "1,5p", "f.txt"], ["awk", "{print $1}", "a.txt"],
     ["tail", "-n", "3", "l"],
     ["find", ".", "-name", "*.py"], ["uname", "-a"], ["date", "+%s"], ["which", "python3"],
-    ["command", "-v", "git"], ["du", "-sh", "."], ["rg", "-n", "foo"], ["cut", "-d:", "-f1"],
-    ["tr", "a-z", "A-Z"],
+    ["command", "-v", "git"], ["du", "-sh", "."], ["rg", "-n", "foo", "src"], ["cut", "-d:", "-f1", "a.txt"],
+    ["rev", "a.txt"],
 ]
 BAD_SEGMENTS = [
     ["rm", "-rf", "build"], ["git", "commit", "-m", "x"], ["git", "push", "--force"],
