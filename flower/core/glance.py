@@ -73,7 +73,7 @@ from flower.core import texts
 from flower.core.glance_git import GIT_PINS, check_git_words
 from flower.core.glance_options import Args, Refusal as _Refuse, Rule, Word, each_reading, literal as _literal, parse
 from flower.core.glance_paths import device_word, inet_word, root_word, special_file
-from flower.core.glance_rules import COMMANDS, reads_stdin
+from flower.core.glance_rules import COMMANDS, check_widths, reads_stdin
 from flower.core.glance_words import GAP as _GAP, KINDS as _KINDS, word as _word
 
 __all__ = [
@@ -191,6 +191,7 @@ def _judge_command(node: object, src: str, found: _Found, piped: bool = False) -
             found.paths.append((word, rule.reads, ""))
     harden: list[tuple[int, str]] = []
     readings = _apply(rule, head.value, words[1:], head.end, harden)
+    check_widths(head.value, words[1:])
     if not fed:
         # The Bash tool's stdin is not guaranteed closed: a reader with no file may wait forever.
         reads_stdin(head.value, words[1:], readings)

@@ -31,10 +31,11 @@ from flower.core.glance_git import GIT_RULE
 from flower.core.glance_options import Args, Refusal, Rule, Word, literal
 from flower.core.glance_paths import numeric_local
 from flower.core.glance_jq import check_jq
-from flower.core.glance_programs import awk_program_ok, check_awk, check_sed, sed_script_ok
+from flower.core.glance_programs import awk_program_ok, check_awk, check_awk_assignment, check_sed, sed_script_ok
 
 __all__ = [
-    "COMMANDS", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "literal", "reads_stdin", "sed_script_ok",
+    "COMMANDS", "MAX_WIDTH", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "check_widths", "literal",
+    "reads_stdin", "sed_script_ok",
 ]
 
 
@@ -51,6 +52,11 @@ def _check_awk(args: Args) -> None:
     if not args.operands:
         raise Refusal("script", "awk")
     check_awk(literal(args.operands[0], "awk"))
+    for value in args.values("-v", "--assign"):
+        check_awk_assignment(value)
+    for word in args.operands[1:]:
+        if re.match(r"[A-Za-z_]\w*=", word.value):
+            check_awk_assignment(word.value)  # `awk '{print}' NF=99999999999 f`
 
 
 def _check_jq(args: Args) -> None:
@@ -200,6 +206,41 @@ def _check_grep(args: Args) -> None:
     for flag, _ in _blind_walk(args.name, args.operands)[0]:
         if flag == "-D" or flag.startswith("--d"):
             raise Refusal("flag", f"{args.name} -D/--devices")
+
+
+MAX_WIDTH = 1000
+"""The widest field a glance may ask a formatter for: `printf '%999999999s'` prints a gigabyte."""
+
+_FORMAT_WIDTH = re.compile(r"%[-+ #0'_^:]*(\*|[0-9]+)?(?:\.(\*|[0-9]+))?")
+_WIDTH_FLAGS = {"ls": ("-w", "--width", "-T", "--tabsize"), "nl": ("-w", "--number-width"),
+                "column": ("-c", "--output-width")}
+_FORMATTERS = frozenset("printf date stat find ps ls nl column".split())
+
+
+def check_widths(name: str, words: list[Word]) -> None:
+    """Refuse a field width or precision over `MAX_WIDTH` (or taken from an argument, `%*s`) in a
+    format of printf/date/stat/find -printf, a `ps -o pid:WIDTH`, or a width option of ls/nl/column."""
+    if name not in _FORMATTERS:
+        return
+    flags = _WIDTH_FLAGS.get(name, ())
+    for k, word in enumerate(words):
+        value = word.value
+        if word.params and ("%" in value or (k == 0 and name == "printf")):
+            raise Refusal("expansion", f"{name} {value} (a format from a parameter)")
+        for match in _FORMAT_WIDTH.finditer(value):
+            for part in match.groups():
+                if part == "*" or part and int(part) > MAX_WIDTH:
+                    raise Refusal("endless", f"{name} {value} (a field over {MAX_WIDTH} wide)")
+        if name == "ps" and any(int(n) > MAX_WIDTH for n in re.findall(r":([0-9]+)", value)):
+            raise Refusal("endless", f"{name} {value} (a column over {MAX_WIDTH} wide)")
+        for flag in flags:
+            number = None
+            if value == flag and k + 1 < len(words):
+                number = words[k + 1].value
+            elif value.startswith(flag + "=") or (len(flag) == 2 and value.startswith(flag) and value != flag):
+                number = value[len(flag) :].lstrip("=")
+            if number is not None and (not number.isdigit() or int(number) > MAX_WIDTH):
+                raise Refusal("endless", f"{name} {flag} {number} (over {MAX_WIDTH})")
 
 
 _STDIN_FILE_FLAGS = frozenset(("-f", "--file", "--exclude-from", "-X", "--from-file", "--to-file"))
