@@ -204,8 +204,13 @@ def _check_grep(args: Args) -> None:
     # `-D read` makes a recursive grep open the FIFOs and devices it meets; grep is argument-blind otherwise.
     # `grep -e -- -D read`: `--` is the value of -e, so options go on; values are skipped, never scanned.
     for flag, _ in _blind_walk(args.name, args.operands)[0]:
+        if flag.startswith("--der"):
+            flag = "-R"
         if flag == "-D" or flag.startswith("--d"):
             raise Refusal("flag", f"{args.name} -D/--devices")
+        if flag == "-R":
+            # -R follows every symlink it meets (a committed `pm -> /proc/self/pagemap`, `d -> /`); -r does not.
+            raise Refusal("flag", f"{args.name} -R (follows symlinks; use -r)")
 
 
 MAX_WIDTH = 1000
@@ -432,7 +437,7 @@ _TABLE: dict[str, Rule] = {
        for name in ("awk", "gawk", "mawk", "nawk")},
     "find": Rule(words=_find_words),
     "tree": Rule(
-        "-a -d -l -f -x -L= -P= -I= --gitignore --gitfile= --ignore-case --matchdirs --metafirst --prune"
+        "-a -d -f -x -L= -P= -I= --gitignore --gitfile= --ignore-case --matchdirs --metafirst --prune"
         " --info --infofile= --noreport --charset= --filelimit= --dirsfirst --filesfirst -q -N -Q -p -u"
         " -g -s -h --si --du -D --timefmt= -F --inodes --device -v -t -c -U -r --sort= -i -A -S -n -C -J"
         " -X --version --help",
@@ -451,7 +456,7 @@ _TABLE: dict[str, Rule] = {
         " --files-without-match -c --count --count-matches -C= --context= -A= --after-context= -B="
         " --before-context= -m= --max-count= -g= --glob= --iglob= -t= --type= -T= --type-not= -F"
         " --fixed-strings -e= --regexp= -f= --file= -u --unrestricted --hidden --no-ignore"
-        " --no-ignore-vcs -L --follow --files --json --heading --no-heading --color= --column -d="
+        " --no-ignore-vcs --files --json --heading --no-heading --color= --column -d="
         " --max-depth= --sort= --sortr= -o --only-matching -r= --replace= -P --pcre2 -U --multiline"
         " --multiline-dotall --stats -q --quiet --trim --vimgrep -0 --null -a --text --type-list"
         " --max-filesize= -p --pretty -H --with-filename -I --no-filename --no-messages --passthru -j="

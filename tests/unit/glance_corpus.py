@@ -812,4 +812,11 @@ REFUSED: list[tuple[str, str]] = [
     ("stat --printf='%999999999n' a.txt", "over 1000 wide"),
     ("find . -printf '%999999999p'", "over 1000 wide"),
     ("ps -o pid:999999999 -p 1", "over 1000 wide"),
+    # recursion that follows committed symlinks; reserved ranges routed off the host
+    ("grep -R x .", "grep -R"),
+    ("grep --dereference-recursive x .", "grep -R"),
+    ("rg -L x .", "rg -L"),
+    ("tree -l", "tree -l"),
+    ("ping -c 1 198.18.0.1", "ping"),
+    ("ping -c 1 240.0.0.1", "ping"),
 ]
