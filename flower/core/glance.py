@@ -279,6 +279,36 @@ def _reason(refusal: _Refuse) -> str:
     return texts.GLANCE_WHY[refusal.code].format(what=what if len(what) <= 60 else what[:57] + "...")
 
 
+def _mask_single_quotes(src: str) -> str:
+    """`src` with the text inside each single-quoted string replaced by `x`s of the same length, for
+    bashlex only: bash takes nothing inside single quotes for syntax, but bashlex misreads some of it
+    (`--format='%<(20)%an'` as a process substitution). Word values are still read from `src`, so the
+    offsets must not move; an unterminated quote is left alone (bashlex then refuses it)."""
+    out = list(src)
+    i, n, double = 0, len(src), False
+    while i < n:
+        c = src[i]
+        if c == "\\":
+            i += 2
+            continue
+        if double:
+            double = c != '"'
+        elif c == '"':
+            double = True
+        elif c == "#" and (i == 0 or src[i - 1] in " \t\n;|&()"):
+            end = src.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c == "'" and src[i - 1 : i] != "$":
+            end = src.find("'", i + 1)
+            if end < 0:
+                break
+            out[i + 1 : end] = "x" * (end - i - 1)
+            i = end
+        i += 1
+    return "".join(out)
+
+
 @functools.lru_cache(maxsize=4096)
 def _analyse(command: str) -> tuple[str | None, _Found]:
     """(None, what was found) for a glance, else (the reason it is not one, nothing)."""
@@ -289,7 +319,7 @@ def _analyse(command: str) -> tuple[str | None, _Found]:
         if not command.strip():
             raise _Refuse("empty")
         try:
-            trees = bashlex.parse(command)
+            trees = bashlex.parse(_mask_single_quotes(command))
         except Exception:
             raise _Refuse("parse") from None
         if not trees:

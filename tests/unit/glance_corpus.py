@@ -327,6 +327,14 @@ ALLOWED: list[str] = [
     "du -sh / 2>/dev/null",
     "awk '{print}' x -i inplace",
     "awk '{print}' -f prog.awk",
+    # issue #16 attack report: legitimate glances that were refused
+    "git log --format='%<(20)%an %s' -5",
+    "awk '$1 ~ /^(GET|POST)$/' f",
+    "awk '{print \"|\"}' f",
+    "awk '$1 == 1 || $2 == 2' f",
+    "git status -s",
+    "printf '%5.2f\\n' 3.14159",
+    "ps -o pid,comm -p 1",
 ]
 
 REFUSED: list[tuple[str, str]] = [
