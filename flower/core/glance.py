@@ -184,6 +184,9 @@ def _judge_command(node: object, src: str, found: _Found, piped: bool = False) -
             # `cat $_`, `du -X${_}v/zero`: a parameter can hold any path, `/dev/zero` included, and the
             # wall's look at the disk must see the final word. `echo $X{1..99999999}`: bash builds it all.
             raise _Refuse("expansion", f"{head.value} {word.value}")
+        if word.value[:1] == "~" and word.value[1:2] not in ("", "/", "+", "-"):
+            # `ls ~evil.example`: bash asks the user database (NSS: LDAP, SSSD) about a chosen name.
+            raise _Refuse("network", f"{head.value} {word.value}")
         if word.bracket:
             # `cat [^a]`: bash's bracket expressions (negation, classes) are not Python's: unknowable.
             raise _Refuse("expansion", f"{head.value} {word.value}")

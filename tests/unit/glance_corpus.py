@@ -827,4 +827,5 @@ REFUSED: list[tuple[str, str]] = [
     ("tree -l", "tree -l"),
     ("ping -c 1 198.18.0.1", "ping"),
     ("ping -c 1 240.0.0.1", "ping"),
+    ("ls ~evil.example", "`ls ~evil.example`"),
 ]
