@@ -225,6 +225,11 @@ _FORMATTERS = frozenset("printf date stat find ps ls nl column".split())
 def check_widths(name: str, words: list[Word]) -> None:
     """Refuse a field width or precision over `MAX_WIDTH` (or taken from an argument, `%*s`) in a
     format of printf/date/stat/find -printf, a `ps -o pid:WIDTH`, or a width option of ls/nl/column."""
+    if name in ("awk", "gawk", "mawk", "nawk"):
+        for word in words:  # a printf/sprintf format is a string literal of the program (glance_programs)
+            for literal_text in re.findall(r'"((?:[^"\\]|\\.)*)"', word.value):
+                check_widths("printf", [Word(literal_text, True)])
+        return
     if name not in _FORMATTERS:
         return
     flags = _WIDTH_FLAGS.get(name, ())
@@ -251,9 +256,14 @@ def check_widths(name: str, words: list[Word]) -> None:
 _STDIN_FILE_FLAGS = frozenset(("-f", "--file", "--exclude-from", "-X", "--from-file", "--to-file"))
 
 
+_DASH_IS_TEXT = frozenset("echo printf true false test [".split())
+
+
 def reads_stdin(name: str, words: list[Word], readings: list[Args]) -> None:
     """Refuse a reader whose input would be stdin: no file operand, or a `-` (file or pattern file)."""
     what = f"{name} {' '.join(w.value for w in words)}".strip()
+    if name not in _DASH_IS_TEXT and any(w.value == "-" or w.value.endswith("=-") for w in words):
+        raise Refusal("stdin", what)  # `file -`, `date -f -`, `git diff --no-index - f`, `--contents=-`
     if name in _BLIND_VALUES or name in ("cat", "rev", "comm", "tr"):
         values, operands = _blind_walk(name, tuple(words))
         if any(v == "-" for f, v in values if f in _STDIN_FILE_FLAGS) or any(w.value == "-" for w in operands):
@@ -284,9 +294,9 @@ def reads_stdin(name: str, words: list[Word], readings: list[Args]) -> None:
             if not files and re.fullmatch(r"\s*BEGIN\s*\{[^{}]*\}\s*", program) and "getline" not in program:
                 continue  # a BEGIN-only program reads nothing
         elif name == "jq":
-            if args.has("-n", "--null-input"):
-                continue
             files = files[1:]
+            if args.has("-n", "--null-input") and not (files or re.search(r"\binputs?\b", program_of(args))):
+                continue  # with -n only `input`/`inputs` read
         elif name == "rg":
             if args.has("--files", "--type-list"):
                 continue
@@ -294,6 +304,10 @@ def reads_stdin(name: str, words: list[Word], readings: list[Args]) -> None:
                 files = files[1:]  # without a path rg searches stdin when stdin is not a terminal
         if not files or any(w.value == "-" for w in files):
             raise Refusal("stdin", what)
+
+
+def program_of(args: Args) -> str:
+    return args.operands[0].value if args.operands else ""
 
 
 def _git_stdin(words: list[Word], what: str) -> None:

@@ -828,4 +828,11 @@ REFUSED: list[tuple[str, str]] = [
     ("ping -c 1 198.18.0.1", "ping"),
     ("ping -c 1 240.0.0.1", "ping"),
     ("ls ~evil.example", "`ls ~evil.example`"),
+    ("file -", "would read stdin"),
+    ("date -f -", "would read stdin"),
+    ("git diff --no-index - a.txt", "would read stdin"),
+    ("jq -n input", "would read stdin"),
+    ("md5sum", "would read stdin"),
+    ("awk 'END{print NR}'", "would read stdin"),
+    ("awk '{printf \"%99999d\\n\", $1}' a.txt", "over 1000 wide"),
 ]
