@@ -67,7 +67,7 @@ _JQ_MAX_GROWTH = 6
 
 
 def _jq_growth(program: str) -> int:
-    """How many operators may double the output: `+`, a `,` outside an object, tojson/@json/tostring."""
+    """How many operators may double the output: `+`, a `,` outside an object, tojson/tostring, `@format`."""
     text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', program)
     brackets: list[str] = []
     count = 0
@@ -76,7 +76,9 @@ def _jq_growth(program: str) -> int:
             brackets.append(token)
         elif token in ")]}" and brackets:
             brackets.pop()
-        elif token == "," and brackets[-1:] != ["{"] or token == "+" or token in ("tojson", "@json", "tostring"):
+        elif token == "," and brackets[-1:] != ["{"] or token == "+" or token in ("tojson", "tostring") or (
+            token.startswith("@")  # @base64 grows by 4/3, @uri by 3, @html by 5, @sh by 4, @json by 2
+        ):
             count += 1
     return count + program.count("\\(")  # each interpolation may repeat its input once more
 

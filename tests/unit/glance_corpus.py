@@ -833,6 +833,7 @@ REFUSED: list[tuple[str, str]] = [
     ("git diff --no-index - a.txt", "would read stdin"),
     ("jq -n input", "would read stdin"),
     ("md5sum", "would read stdin"),
+    ("jq -n '\"x\"|@base64|@base64|@base64|@base64|@base64|@base64|@base64'", "jq program"),
     ("awk 'END{print NR}'", "would read stdin"),
     ("awk '{printf \"%99999d\\n\", $1}' a.txt", "over 1000 wide"),
 ]
