@@ -57,6 +57,9 @@ def check_jq(program: str) -> None:
         # `(.+.)|(.+.)`, `(1,1)|(1,1)`, `[.[],.[]]`, `tojson|tojson`: each can double the output, chained
         # the output grows as 2 ** count.
         raise Refusal("loop", "jq")
+    if len(re.findall(r"\bas\s*[\[{$]", program)) > 1 or re.search(r"\$\w+\s*(?:\[\s*\]|\|\s*\.\[\s*\])", program):
+        # `.[] as $x | .[] as $y`, `. as $all | .[] | $all[]`: a product of the input with itself.
+        raise Refusal("loop", "jq")
     if len(re.findall(r"\.\.|\b(?:paths|leaf_paths|walk|tostream)\b", program)) > 1:
         # Each `..` yields every node below each input: chained, the output grows as size ** count.
         raise Refusal("loop", "jq ..")

@@ -219,6 +219,8 @@ def check_awk(program: str) -> None:
         raise Refusal("loop", "awk")
     if len(re.findall(r"\bfor\b", program)) != len(_AWK_FOR_IN.findall(program)):
         raise Refusal("loop", "awk")
+    if len(_AWK_FOR_IN.findall(program)) > 1:
+        raise Refusal("loop", "awk")  # `for (i in a) for (j in a)`: the square of the input
     if not _awk_lex(program):
         raise Refusal("script", "awk")
     if _awk_grows(program) or _awk_multiplies(program):
