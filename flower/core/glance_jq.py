@@ -83,6 +83,8 @@ def _jq_growth(program: str) -> int:
             token.startswith("@")  # @base64 grows by 4/3, @uri by 3, @html by 5, @sh by 4, @json by 2
         ):
             count += 1
+    # `{a: ., b: .}` holds its input twice: an object value that is the whole input (or a variable) counts.
+    count += len(re.findall(r":\s*(?:\.|\$\w+)\s*(?=[,}])", text))
     return count + program.count("\\(")  # each interpolation may repeat its input once more
 
 

@@ -259,7 +259,13 @@ def _awk_multiplies(program: str) -> bool:
             if m.group(1) == "++" or re.match(r"\s*(?:[+*/%^]?=(?!=)|\+\+)", after):
                 return True
     for m in re.finditer(r"(\+\+|--)?\s*\$\s*([A-Za-z_]\w*|\()", text):
-        after = text[m.end():]
+        end = m.end()
+        if m.group(2) == "(":  # `$(NF+999999) = 1`: look past the balanced parentheses
+            depth = 1
+            while end < len(text) and depth:
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                end += 1
+        after = text[end:]
         if m.group(2) != "NF" and (m.group(1) or re.match(_AWK_OP_ASSIGN, after)):
             return True  # `$i = x`, `$(n*n) = x`: the record grows to that many fields
     growth = 1

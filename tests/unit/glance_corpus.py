@@ -833,6 +833,8 @@ REFUSED: list[tuple[str, str]] = [
     ("git diff --no-index - a.txt", "would read stdin"),
     ("jq -n input", "would read stdin"),
     ("md5sum", "would read stdin"),
+    ("awk '{$(NF+999999)=1}1' a.txt", "awk program"),
+    ("jq -n '{a:1}|{a:.,b:.}|{a:.,b:.}|{a:.,b:.}|{a:.,b:.}|{a:.,b:.}|{a:.,b:.}|{a:.,b:.}'", "jq program"),
     ("jq '.[] as $x | .[] as $y | [$x, $y]' f.json", "jq program"),
     ("jq '. as $all | .[] | $all[]' f.json", "jq program"),
     ("awk '{a[NR]=$0} END{for (i in a) for (j in a) print i j}' a.txt", "awk program"),
