@@ -73,7 +73,7 @@ from flower.core import texts
 from flower.core.glance_git import GIT_PINS, check_git_words
 from flower.core.glance_options import Args, Refusal as _Refuse, Rule, Word, each_reading, literal as _literal, parse
 from flower.core.glance_paths import device_word, inet_word, root_word, special_file
-from flower.core.glance_rules import COMMANDS, check_widths, reads_stdin
+from flower.core.glance_rules import COMMANDS, check_widths, option_values, reads_stdin
 from flower.core.glance_words import GAP as _GAP, KINDS as _KINDS, word as _word
 
 __all__ = [
@@ -195,6 +195,9 @@ def _judge_command(node: object, src: str, found: _Found, piped: bool = False) -
     harden: list[tuple[int, str]] = []
     readings = _apply(rule, head.value, words[1:], head.end, harden)
     check_widths(head.value, words[1:])
+    for flag, value in option_values(head.value, words[1:], readings):
+        # `du -X huge`, `file -m huge`: a separate option value is a file the command may read in full.
+        found.paths.append((Word(f"{flag}={value}", True), False, ""))
     if not fed:
         # The Bash tool's stdin is not guaranteed closed: a reader with no file may wait forever.
         reads_stdin(head.value, words[1:], readings)

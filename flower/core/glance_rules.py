@@ -35,7 +35,7 @@ from flower.core.glance_programs import awk_program_ok, check_awk, check_awk_ass
 
 __all__ = [
     "COMMANDS", "MAX_WIDTH", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "check_widths", "literal",
-    "reads_stdin", "sed_script_ok",
+    "option_values", "reads_stdin", "sed_script_ok",
 ]
 
 
@@ -158,6 +158,8 @@ _BLIND_VALUES: dict[str, tuple[str, tuple[str, ...]]] = {
                             "--starting-file", "--show-function-line", "--exclude", "--exclude-from",
                             "--horizon-lines", "--width", "--tabsize", "--from-file", "--to-file")),
     "cmp": ("iIn", ("--ignore-initial", "--bytes")),
+    "du": ("BXdt", ("--exclude-from", "--files0-from", "--block-size", "--max-depth", "--threshold",
+                    "--time-style", "--exclude")),
 }
 _BLIND_VALUES["egrep"] = _BLIND_VALUES["fgrep"] = _BLIND_VALUES["grep"]
 
@@ -256,6 +258,14 @@ def check_widths(name: str, words: list[Word]) -> None:
 _STDIN_FILE_FLAGS = frozenset(("-f", "--file", "--exclude-from", "-X", "--from-file", "--to-file"))
 
 
+def option_values(name: str, words: list[Word], readings: list[Args]) -> list[tuple[str, str]]:
+    """Every (option, value) of a command line, read by its rule (or, for the argument-blind readers,
+    by `_blind_walk`): the wall looks each value up on disk as a file the command may read."""
+    if name in _BLIND_VALUES:
+        return [(f, v) for f, v in _blind_walk(name, tuple(words))[0] if v]
+    return [(f, v) for args in readings for f, v in args.flags if v and f != "-#"]
+
+
 _DASH_IS_TEXT = frozenset("echo printf true false test [".split())
 
 
@@ -264,7 +274,7 @@ def reads_stdin(name: str, words: list[Word], readings: list[Args]) -> None:
     what = f"{name} {' '.join(w.value for w in words)}".strip()
     if name not in _DASH_IS_TEXT and any(w.value == "-" or w.value.endswith("=-") for w in words):
         raise Refusal("stdin", what)  # `file -`, `date -f -`, `git diff --no-index - f`, `--contents=-`
-    if name in _BLIND_VALUES or name in ("cat", "rev", "comm", "tr"):
+    if name in _BLIND_VALUES and name != "du" or name in ("cat", "rev", "comm", "tr"):  # du's default is `.`
         values, operands = _blind_walk(name, tuple(words))
         if any(v == "-" for f, v in values if f in _STDIN_FILE_FLAGS) or any(w.value == "-" for w in operands):
             raise Refusal("stdin", what)

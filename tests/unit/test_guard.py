@@ -383,3 +383,17 @@ async def test_attached_option_values_and_git_dash_c_paths_are_looked_up_on_disk
     data = main_call("Bash", command="cat many/*")
     data["cwd"] = str(tmp_path)
     assert texts.GLANCE_WHY["long"] in (denial(await decide(guard, data)) or "")
+
+
+async def test_a_separate_option_value_naming_a_huge_file_is_refused(tmp_path: Any) -> None:
+    """Issue #16 item 3: `du -X FILE` reads FILE in full, so a separate value is size-checked like `-XFILE`."""
+    with open(tmp_path / "huge", "wb") as handle:
+        handle.truncate(3 << 30)
+    guard = delegate_guard(allow_glance=True)
+    for command in ("du -X huge .", "du -Xhuge .", "file -m huge x", "grep -f huge x plain"):
+        data = main_call("Bash", command=command)
+        data["cwd"] = str(tmp_path)
+        assert "over 2 GiB" in (denial(await decide(guard, data)) or ""), command
+    data = main_call("Bash", command="ls -l huge")
+    data["cwd"] = str(tmp_path)
+    assert denial(await decide(guard, data)) is None
