@@ -73,7 +73,7 @@ from flower.core import texts
 from flower.core.glance_git import GIT_PINS, check_git_words
 from flower.core.glance_options import Args, Refusal as _Refuse, Rule, Word, each_reading, literal as _literal, parse
 from flower.core.glance_paths import device_word, inet_word, root_word, special_file
-from flower.core.glance_rules import COMMANDS
+from flower.core.glance_rules import COMMANDS, check_widths, option_values, reads_stdin
 from flower.core.glance_words import GAP as _GAP, KINDS as _KINDS, word as _word
 
 __all__ = [
@@ -101,8 +101,9 @@ class _Found:
     """What judging a glance learned beyond the verdict: the words the wall checks on disk, and where
     each git command takes its pins."""
 
-    paths: list[tuple[Word, bool]]
-    """Each word to look up on disk, and whether its command reads what it names."""
+    paths: list[tuple[Word, bool, str]]
+    """Each word to look up on disk, whether its command reads what it names, and the directory (below
+    the working directory) its command resolves it in (`git -C DIR`)."""
     gits: list[tuple[int, list[tuple[int, str]], list[str]]]
     """Per git command: where its pins go, (position, flags) for its subcommand, its `-C` values."""
 
@@ -152,13 +153,15 @@ def _apply(rule: Rule, name: str, words: list[Word], anchor: int, harden: list[t
     return readings
 
 
-def _judge_command(node: object, src: str, found: _Found) -> None:
+def _judge_command(node: object, src: str, found: _Found, piped: bool = False) -> None:
     words: list[Word] = []
+    fed = piped  # stdin is a pipe from the previous command or a `< FILE`
     for part in node.parts:  # type: ignore[attr-defined]
         if part.kind == "word":
             words.append(_word(part, src))
         elif part.kind == "redirect":
             _check_redirect(part, src, found)
+            fed = fed or part.type == "<"
         else:
             raise _Refuse("construct", _KINDS.get(part.kind, part.kind))
     if not words:
@@ -168,6 +171,7 @@ def _judge_command(node: object, src: str, found: _Found) -> None:
         raise _Refuse("command", head.value)
     rule = COMMANDS[head.value]
     blind = rule.flags is None and rule.words is None and not rule.reads
+    first_path = len(found.paths)
     for word in words[1:]:
         flag = word.value.partition("=")[0]
         if word.literal and (flag.startswith(_BANNED_LONG) or flag == "--hard"):
@@ -176,18 +180,38 @@ def _judge_command(node: object, src: str, found: _Found) -> None:
             raise _Refuse("network", f"{head.value} {word.value}")
         if device_word(word.value, word.literal) or (rule.reads and root_word(word.value)):
             raise _Refuse("device", f"{head.value} {word.value}")
-        if word.params and not blind:
-            # `cat $_`: a parameter can hold any path, `/dev/zero` included.
+        if word.params and (not blind or word.braced or head.value not in _NO_PATHS):
+            # `cat $_`, `du -X${_}v/zero`: a parameter can hold any path, `/dev/zero` included, and the
+            # wall's look at the disk must see the final word. `echo $X{1..99999999}`: bash builds it all.
+            raise _Refuse("expansion", f"{head.value} {word.value}")
+        if word.value[:1] == "~" and word.value[1:2] not in ("", "/", "+", "-"):
+            # `ls ~evil.example`: bash asks the user database (NSS: LDAP, SSSD) about a chosen name.
+            raise _Refuse("network", f"{head.value} {word.value}")
+        if word.bracket:
+            # `cat [^a]`: bash's bracket expressions (negation, classes) are not Python's: unknowable.
             raise _Refuse("expansion", f"{head.value} {word.value}")
         if not word.params:
-            found.paths.append((word, rule.reads))
+            found.paths.append((word, rule.reads, ""))
     harden: list[tuple[int, str]] = []
     readings = _apply(rule, head.value, words[1:], head.end, harden)
+    check_widths(head.value, words[1:])
+    for flag, value in option_values(head.value, words[1:], readings):
+        # `du -X huge`, `file -m huge`: a separate option value is a file the command may read in full.
+        found.paths.append((Word(f"{flag}={value}", True), False, ""))
+    if not fed:
+        # The Bash tool's stdin is not guaranteed closed: a reader with no file may wait forever.
+        reads_stdin(head.value, words[1:], readings)
     if head.value == "git":
         check_git_words("git", [w.value for w in words[1:]])
         dirs = [value for args in readings[:1] for value in args.values("-C")]
         found.gits.append((head.end, harden, dirs))
+        if dirs:  # `git -C a hash-object zz` opens a/zz: look where git looks
+            base = os.path.join(*dirs)
+            found.paths[first_path:] = [(w, r, base) for w, r, _ in found.paths[first_path:]]
 
+
+_NO_PATHS = frozenset("echo printf true false printenv test [".split())
+"""Commands none of whose words names a file they open: only these may take a `$NAME` word."""
 
 _NULL_SINKS = (">", ">>", "&>", "&>>", ">&")
 
@@ -209,7 +233,7 @@ def _check_redirect(node: object, src: str, found: _Found) -> None:
         if word.literal and fd in (None, 0):
             if device_word(word.value):
                 raise _Refuse("network" if inet_word(word.value) else "device", f"< {word.value}")
-            found.paths.append((word, True))
+            found.paths.append((word, True, ""))
             return
     start, end = node.pos  # type: ignore[attr-defined]
     raise _Refuse("redirect", src[start:end])
@@ -227,7 +251,7 @@ def _check_gaps(src: str, start: int, end: int, children: list) -> None:  # type
         raise _Refuse("parse")
 
 
-def _judge_node(node: object, src: str, found: _Found) -> None:
+def _judge_node(node: object, src: str, found: _Found, piped: bool = False) -> None:
     kind = node.kind  # type: ignore[attr-defined]
     if kind == "list":
         _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
@@ -239,14 +263,16 @@ def _judge_node(node: object, src: str, found: _Found) -> None:
                 _judge_node(part, src, found)
     elif kind == "pipeline":
         _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
+        seen_pipe = False
         for part in node.parts:  # type: ignore[attr-defined]
             if part.kind == "pipe":
                 if part.pipe not in ("|", "|&"):
                     raise _Refuse("parse")
+                seen_pipe = True
             elif not (part.kind == "reservedword" and part.word == "!"):
-                _judge_node(part, src, found)
+                _judge_node(part, src, found, piped=seen_pipe)
     elif kind == "command":
-        _judge_command(node, src, found)
+        _judge_command(node, src, found, piped)
         _check_gaps(src, node.pos[0], node.pos[1], node.parts)  # type: ignore[attr-defined]
     else:
         raise _Refuse("construct", _KINDS.get(kind, kind))
@@ -259,6 +285,36 @@ def _reason(refusal: _Refuse) -> str:
     return texts.GLANCE_WHY[refusal.code].format(what=what if len(what) <= 60 else what[:57] + "...")
 
 
+def _mask_single_quotes(src: str) -> str:
+    """`src` with the text inside each single-quoted string replaced by `x`s of the same length, for
+    bashlex only: bash takes nothing inside single quotes for syntax, but bashlex misreads some of it
+    (`--format='%<(20)%an'` as a process substitution). Word values are still read from `src`, so the
+    offsets must not move; an unterminated quote is left alone (bashlex then refuses it)."""
+    out = list(src)
+    i, n, double = 0, len(src), False
+    while i < n:
+        c = src[i]
+        if c == "\\":
+            i += 2
+            continue
+        if double:
+            double = c != '"'
+        elif c == '"':
+            double = True
+        elif c == "#" and (i == 0 or src[i - 1] in " \t\n;|&()"):
+            end = src.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c == "'" and src[i - 1 : i] != "$":
+            end = src.find("'", i + 1)
+            if end < 0:
+                break
+            out[i + 1 : end] = "x" * (end - i - 1)
+            i = end
+        i += 1
+    return "".join(out)
+
+
 @functools.lru_cache(maxsize=4096)
 def _analyse(command: str) -> tuple[str | None, _Found]:
     """(None, what was found) for a glance, else (the reason it is not one, nothing)."""
@@ -269,7 +325,7 @@ def _analyse(command: str) -> tuple[str | None, _Found]:
         if not command.strip():
             raise _Refuse("empty")
         try:
-            trees = bashlex.parse(command)
+            trees = bashlex.parse(_mask_single_quotes(command))
         except Exception:
             raise _Refuse("parse") from None
         if not trees:
@@ -298,29 +354,49 @@ def _size(path: str) -> int:
         return 0
 
 
+def _candidates(word: Word, base: str, cwd: str) -> list[tuple[str, bool]] | str:
+    """The names a word may make its command open, each with whether it is a value hidden inside an
+    option (`-fz`, `--exclude-from=z`, `-o=go-template-file=z`); or a refusal reason."""
+    if not word.literal:
+        pattern = os.path.expanduser(word.value) if word.value.startswith("~") else word.value
+        if word.braced or "{" in pattern:
+            return texts.GLANCE_WHY["expansion"].format(what=word.value)
+        names = []
+        for name in glob.iglob(pattern, root_dir=os.path.join(cwd, base)):
+            names.append((name, False))
+            if len(names) > _MAX_DISK_CHECKS:
+                return texts.GLANCE_WHY["long"]  # never check a part and skip the rest
+        return names
+    value = word.value
+    names = [(value, False)]
+    if value.startswith("-") and not value.startswith("--"):
+        # A short option's attached value (`grep -fz`, `du -Xz`, `git diff -Oz`): any suffix may be one.
+        names += [(value[k:], True) for k in range(2, len(value))]
+    for k, ch in enumerate(value):
+        if ch == "=" and k + 1 < len(value):
+            names.append((value[k + 1 :], True))  # `--files0-from=FIFO`, `-o=go-template-file=z`
+    return names
+
+
 def _on_disk(found: _Found, cwd: str) -> str | None:
     """The wall's look at the filesystem: no word names a FIFO, socket or device (through a symlink or
     a glob), and `git -C` stays below the working directory."""
     checked = 0
     root = os.path.realpath(cwd)
-    for word, reads in found.paths:
-        names = [word.value]
-        if word.literal and word.value.startswith("--") and "=" in word.value:
-            names.append(word.value.partition("=")[2])  # `--files0-from=FIFO`
-        if not word.literal:
-            pattern = os.path.expanduser(word.value) if word.value.startswith("~") else word.value
-            names = glob.glob(pattern, root_dir=cwd)[:_MAX_DISK_CHECKS] if "{" not in pattern else []
-            if "{" in pattern:
-                return texts.GLANCE_WHY["expansion"].format(what=word.value)
-        for name in names:
+    for word, reads, base in found.paths:
+        names = _candidates(word, base, cwd)
+        if isinstance(names, str):
+            return names
+        where = os.path.join(cwd, base)
+        for name, hidden in names:
             if not word.literal and name.startswith(("-", "+")):
                 return _reason(_Refuse("flag", f"{word.value} matches {name}"))  # an option in disguise
             checked += 1
-            if checked > _MAX_DISK_CHECKS:
+            if checked > _MAX_DISK_CHECKS * 4:
                 return texts.GLANCE_WHY["long"]
-            if special_file(name, cwd) or (reads and os.path.realpath(os.path.join(cwd, name)) == "/"):
+            if special_file(name, where) or (reads and not hidden and os.path.realpath(os.path.join(where, name)) == "/"):
                 return _reason(_Refuse("device", name))
-            if reads and _size(os.path.join(cwd, os.path.expanduser(name))) > MAX_READ_BYTES:
+            if (reads or hidden) and _size(os.path.join(where, os.path.expanduser(name))) > MAX_READ_BYTES:
                 return _reason(_Refuse("endless", f"{name} (over {MAX_READ_BYTES >> 30} GiB)"))
     for _, _, dirs in found.gits:
         where = cwd

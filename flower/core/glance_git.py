@@ -22,43 +22,93 @@ from __future__ import annotations
 
 import os
 import shlex
+import re
 import subprocess
 from dataclasses import replace
 
 from flower.core.glance_options import Args, Refusal, Rule, literal
+from flower.core.glance_paths import special_file
 
-__all__ = ["GIT", "GIT_PINS", "GIT_RULE", "check_git_words", "filter_pins"]
+__all__ = ["GIT", "GIT_PINS", "GIT_RULE", "check_git_words", "filter_pins", "repo_pins"]
 
 GIT_PINS = (
     "--no-pager --no-optional-locks -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.pager=cat"
     " -c diff.external= -c log.showSignature=false -c gpg.program= -c gpg.ssh.program= -c gpg.x509.program="
     " -c diff.ignoreSubmodules=all -c status.submoduleSummary=false -c protocol.allow=never"
-    " -c blame.ignoreRevsFile= -c core.attributesFile=/dev/null"
+    " -c blame.ignoreRevsFile= -c core.attributesFile=/dev/null -c diff.orderFile=/dev/null"
+    " -c mailmap.file=/dev/null -c mailmap.blob="
+    + "".join(f" -c protocol.{name}.allow=never" for name in ("ext", "file", "ssh", "git", "http", "https", "ftp", "ftps"))
 )
 """Global settings pinned on every glance git command: no fsmonitor hook, pager, external diff, hook
 (an index refresh may fire post-index-change) or signature program runs, the index is not rewritten,
 submodules (with configs of their own) are not entered, no transport is allowed (a partial clone would
 fetch missing objects, naming them to the remote), and no configured side file is read."""
 
-_NO_PROGRAMS = "--no-ext-diff --no-textconv"
+_NO_PROGRAMS = "--no-ext-diff --no-textconv --ignore-submodules=all"
+"""Every subcommand that may diff gets these: no external diff or textconv program runs, and no
+submodule is entered (a submodule's own config, which the pins never see, could run a filter)."""
+
+_FILE_KEYS = re.compile(
+    r"core\.excludesfile|core\.attributesfile|diff\.orderfile|mailmap\.file|blame\.ignorerevsfile"
+    r"|include\.path|includeif\..*\.path|commit\.template|gpg\.ssh\.allowedsignersfile"
+)
+"""Configuration keys that name a file git reads: the repository may point them at a device, a FIFO
+or a huge file (`blame.ignoreRevsFile` is read before any pin could clear the list)."""
+
+_SCAN = r"^(filter|protocol|remote|extensions|core|diff|mailmap|blame|include|includeif|commit|gpg)\."
 
 
-def filter_pins(directory: str | os.PathLike[str]) -> str:
-    """`-c filter.NAME.clean= ...` for every filter driver the repository at `directory` configures."""
+def repo_pins(directory: str | os.PathLike[str]) -> str:
+    """The `-c` pins for the repository at `directory` (`filter_pins` and every `protocol.NAME.allow`
+    it defines); raises `Refusal` when no pin can make a glance there safe: a partial clone (reading a
+    missing object fetches it, and the repository chooses the transport), a configured side file
+    that is a device, FIFO, socket or huge file, or a configuration that cannot be read in time."""
     try:
-        listed = subprocess.run(
-            ["git", *GIT_PINS.split(), "config", "--null", "--name-only", "--get-regexp", r"^filter\."],
+        done = subprocess.run(
+            ["git", "config", "--null", "--get-regexp", _SCAN],
             cwd=directory, capture_output=True, timeout=5, check=False, stdin=subprocess.DEVNULL,
-        ).stdout.decode("utf-8", "replace")
+        )
     except (OSError, subprocess.SubprocessError):
-        return ""
-    names = sorted({key[len("filter.") : key.rindex(".")] for key in listed.split("\0") if key.count(".") >= 2})
-    pins = []
-    for name in names:
+        raise Refusal("repository", "git (its configuration cannot be read)") from None
+    if done.returncode not in (0, 1):
+        if b"not a git repository" in done.stderr or not done.stderr:
+            return ""
+        raise Refusal("repository", "git (its configuration cannot be read)")
+    entries = [item.partition("\n") for item in done.stdout.decode("utf-8", "replace").split("\0") if item]
+    pins: list[str] = []
+    filters: set[str] = set()
+    for key, _, value in entries:
+        key = key.lower()
+        if key == "extensions.partialclone" or key.startswith("remote.") and key.endswith(".promisor") and (
+            value.lower() in ("true", "yes", "on", "1", "")
+        ):
+            raise Refusal("repository", "git in a partial clone (reading a missing object fetches it)")
+        if key.startswith("filter.") and key.count(".") >= 2:
+            filters.add(key[len("filter.") : key.rindex(".")])
+        elif key.startswith("protocol.") and key.endswith(".allow"):
+            pins.append("-c " + shlex.quote(f"{key}=never"))
+        elif _FILE_KEYS.fullmatch(key) and value:
+            path = os.path.join(directory, os.path.expanduser(value))
+            if special_file(path, directory) or _size(path) > 2 << 30:
+                raise Refusal("repository", f"git ({key} names a device, pipe or huge file)")
+    for name in sorted(filters):
         # A subsection may hold any character but newline: quote each setting for the shell.
         pins += ["-c " + shlex.quote(f"filter.{name}.{key}=") for key in ("clean", "smudge", "process")]
         pins.append("-c " + shlex.quote(f"filter.{name}.required=false"))
     return " ".join(pins)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size if os.path.isfile(path) else 0
+    except OSError:
+        return 0
+
+
+def filter_pins(directory: str | os.PathLike[str]) -> str:
+    """`-c filter.NAME.clean= ...` for every filter driver the repository at `directory` configures
+    (and its `protocol.NAME.allow` pins); raises `Refusal` as `repo_pins` does."""
+    return repo_pins(directory)
 
 
 def check_git_words(name: str, values: list[str]) -> None:
@@ -111,7 +161,8 @@ _REV_FLAGS = ("--all", "--branches", "--tags", "--remotes", "--glob", "--reflog"
 
 
 def _check_git_shortlog(args: Args) -> None:
-    if not args.operands and not args.has(*_REV_FLAGS):
+    revisions = args.operands if args.before_dashdash < 0 else args.operands[: args.before_dashdash]
+    if not revisions and not args.has(*_REV_FLAGS):  # `git shortlog -- x` has paths, no revision
         raise Refusal("revision", "git shortlog")
 
 
@@ -127,7 +178,7 @@ _GIT_DIFF = (
     " --unified= --inter-hunk-context= -M=? --find-renames=? -C=? --find-copies=? --find-copies-harder"
     " -B=? --break-rewrites=? -D --irreversible-delete -l= --diff-filter= -S= -G= --pickaxe-all"
     " --pickaxe-regex --find-object= -O= --src-prefix= --dst-prefix= --no-prefix --default-prefix"
-    " --line-prefix= --abbrev=? --no-abbrev --submodule=? --ignore-submodules=? -z"
+    " --line-prefix= --abbrev=? --no-abbrev -z"
 )
 _GIT_REVS = (
     " --max-count= --skip= --since= --after= --until= --before= --author= --committer= --grep="
@@ -148,9 +199,11 @@ _GIT_REVIEW = Rule(_GIT_LOG, numeric=True, order="permute", extra={"harden": _NO
 
 GIT: dict[str, Rule] = {
     "status": Rule(
-        "-s --short -b --branch --show-stash --porcelain=? --long -v --verbose -u=? --untracked-files=?"
-        " --ignored=? --ignore-submodules=? -z --column=? --no-column --ahead-behind --no-ahead-behind"
-        " --renames --no-renames --find-renames=?"
+        # No -v (it prints the staged diff, through textconv) and no --ignore-submodules (pinned to all).
+        "-s --short -b --branch --show-stash --porcelain=? --long -u=? --untracked-files=?"
+        " --ignored=? -z --column=? --no-column --ahead-behind --no-ahead-behind"
+        " --renames --no-renames --find-renames=?",
+        extra={"harden": "--ignore-submodules=all"},
     ),
     "diff": Rule(_GIT_DIFF + " --cached --staged --merge-base --no-index", order="permute",
                  extra={"harden": _NO_PROGRAMS}),
@@ -192,7 +245,7 @@ GIT: dict[str, Rule] = {
         " --show-object-format=? --show-ref-format --path-format= --disambiguate="
     ),
     "describe": Rule(
-        "--tags --all --long --abbrev=? --always --dirty=? --broken=? --match= --exclude="
+        "--tags --all --long --abbrev=? --always --match= --exclude="
         " --first-parent --contains --exact-match --candidates= --debug"
     ),
     "ls-files": Rule(

@@ -53,9 +53,39 @@ def check_jq(program: str) -> None:
     """Refuse a jq filter that may recurse, loop, allocate without bound or read other files."""
     if _jq_scan(program, 0, nested=False) != len(program):
         raise Refusal("script", "jq")
+    if _jq_growth(program) > _JQ_MAX_GROWTH:
+        # `(.+.)|(.+.)`, `(1,1)|(1,1)`, `[.[],.[]]`, `tojson|tojson`: each can double the output, chained
+        # the output grows as 2 ** count.
+        raise Refusal("loop", "jq")
+    if len(re.findall(r"\bas\s*[\[{$]", program)) > 1 or re.search(r"\$\w+\s*(?:\[\s*\]|\|\s*\.\[\s*\])", program):
+        # `.[] as $x | .[] as $y`, `. as $all | .[] | $all[]`: a product of the input with itself.
+        raise Refusal("loop", "jq")
     if len(re.findall(r"\.\.|\b(?:paths|leaf_paths|walk|tostream)\b", program)) > 1:
         # Each `..` yields every node below each input: chained, the output grows as size ** count.
         raise Refusal("loop", "jq ..")
+
+
+_JQ_MAX_GROWTH = 6
+"""At most this many operators that may double the output (so at most 64 times the input)."""
+
+
+def _jq_growth(program: str) -> int:
+    """How many operators may double the output: `+`, a `,` outside an object, tojson/tostring, `@format`."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', program)
+    brackets: list[str] = []
+    count = 0
+    for token in _JQ_TOKEN.findall(text):
+        if token in "([{":
+            brackets.append(token)
+        elif token in ")]}" and brackets:
+            brackets.pop()
+        elif token == "," and brackets[-1:] != ["{"] or token == "+" or token in ("tojson", "tostring") or (
+            token.startswith("@")  # @base64 grows by 4/3, @uri by 3, @html by 5, @sh by 4, @json by 2
+        ):
+            count += 1
+    # `{a: ., b: .}` holds its input twice: an object value that is the whole input (or a variable) counts.
+    count += len(re.findall(r":\s*(?:\.|\$\w+)\s*(?=[,}])", text))
+    return count + program.count("\\(")  # each interpolation may repeat its input once more
 
 
 def _jq_string(src: str, i: int) -> int:

@@ -51,6 +51,10 @@ class Word:
     """Bash would substitute a parameter in it (`$NAME`, `~+`): it could become any text at all."""
     end: int = -1
     """Where the word ends in the command's source text (-1: unknown)."""
+    braced: bool = False
+    """Bash would split it by brace expansion (`a{,b}`, `{1..9}`)."""
+    bracket: bool = False
+    """It holds a bash bracket expression (`[^a]`, `[[:alpha:]]`), which Python's glob reads differently."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class Args:
     name: str
     flags: tuple[tuple[str, str | None], ...]
     operands: tuple[Word, ...]
+    before_dashdash: int = -1
+    """How many operands came before `--` (-1: there was no `--`): after it they are paths, not revisions."""
 
     def has(self, *names: str) -> bool:
         return any(flag in names for flag, _ in self.flags)
@@ -151,7 +157,7 @@ def parse(rule: Rule, name: str, words: list[Word], *, stop: bool, subcommand: b
     spec, plus = _spec(rule.flags or ""), _spec(rule.plus)
     flags: _Flags = []
     operands: list[Word] = []
-    dashdash, i = False, 0
+    dashdash, i, before = False, 0, -1
     while i < len(words):
         word = words[i]
         i += 1
@@ -174,7 +180,7 @@ def parse(rule: Rule, name: str, words: list[Word], *, stop: bool, subcommand: b
         if value == "--":
             if subcommand:  # `git -- x`: whether x is then a subcommand is not worth knowing
                 raise Refusal("flag", f"{name} --")
-            dashdash = True
+            dashdash, before = True, len(operands)
         elif value.startswith("--"):
             i = _long(rule, spec, name, value, words, i, flags)
         elif value.startswith("-") and len(value) > 1:
@@ -188,7 +194,7 @@ def parse(rule: Rule, name: str, words: list[Word], *, stop: bool, subcommand: b
             return Args(name, tuple(flags), ()), words[i - 1 :]
         else:
             operands.append(word)
-    return Args(name, tuple(flags), tuple(operands)), []
+    return Args(name, tuple(flags), tuple(operands), before), []
 
 
 def _next_value(name: str, flag: str, words: list[Word], i: int) -> str:

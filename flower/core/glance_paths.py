@@ -107,4 +107,11 @@ def numeric_local(text: str) -> bool:
         address = ipaddress.ip_address(text)
     except ValueError:
         return False
-    return address.is_loopback or address.is_private
+    # Not `is_private` alone: it includes benchmark and reserved ranges (198.18/15, 240/4) that are routed
+    # to the default gateway, i.e. out of the host.
+    return address.is_loopback or any(address in net for net in _LOCAL_NETS if net.version == address.version)
+
+
+_LOCAL_NETS = tuple(ipaddress.ip_network(n) for n in (
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "fc00::/7", "fe80::/10",
+))

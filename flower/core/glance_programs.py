@@ -83,8 +83,14 @@ def sed_script_ok(script: str) -> bool:
     return True
 
 
+_MAX_GROWTH = 64
+"""A sed script or awk program may multiply a line's length by at most this much per cycle/record:
+`h;G` doubles it, `s/.*/&&/` doubles it, `gsub(/./,"&&")` doubles it, and repeated they grow as 2 ** k."""
+
+
 def _sed_walk(script: str) -> None:
     i, n, depth = 0, len(script), 0
+    growth = 1
     labels: set[str] = set()
     while True:
         while i < n and script[i] in " \t\n;":
@@ -111,6 +117,7 @@ def _sed_walk(script: str) -> None:
                 raise Refusal("script", "sed")
             i = _sed_end(script, i)
         elif cmd in _SED_PLAIN:
+            growth *= 2 if cmd in "GH" else 1  # append the hold space (which `h` may have made a copy)
             i = _sed_end(script, i)
         elif cmd in "lLqQ":
             i = _sed_end(script, _SED_NUMBER.match(script, i).end())  # type: ignore[union-attr]
@@ -129,13 +136,16 @@ def _sed_walk(script: str) -> None:
         elif cmd in "aicrR":
             i = _sed_text(script, i, cmd)
         elif cmd in "sy":
-            i = _sed_substitute(script, i, cmd)
+            i, factor = _sed_substitute(script, i, cmd)
+            growth *= factor
         elif cmd == "D":
             raise Refusal("loop", "sed")  # restarts the cycle without reading: `G;D` never ends
         else:
             raise Refusal("script", "sed")  # w, W, e and anything we do not know
     if depth:
         raise Refusal("script", "sed")
+    if growth > _MAX_GROWTH:
+        raise Refusal("loop", "sed")
 
 
 def _sed_text(script: str, i: int, cmd: str) -> int:
@@ -154,15 +164,25 @@ def _sed_text(script: str, i: int, cmd: str) -> int:
     return end
 
 
-def _sed_substitute(script: str, i: int, cmd: str) -> int:
+def _sed_substitute(script: str, i: int, cmd: str) -> tuple[int, int]:
+    """Past the command, and by how much it may multiply the pattern space's length."""
     if i >= len(script) or script[i] in "\\\n":
         raise Refusal("script", "sed")
     delim = script[i]
-    i = _sed_delimited(script, _sed_delimited(script, i + 1, delim), delim)
+    middle = _sed_delimited(script, i + 1, delim)
+    i = _sed_delimited(script, middle, delim)
+    replacement = script[middle : i - 1]
+    flags_start = i
     if cmd == "s":
         while i < len(script) and (script[i] in "gpiImM" or script[i].isdigit()):
             i += 1  # w (write) and e (execute) are not in the set
-    return _sed_end(script, i)
+    if cmd != "s":
+        return _sed_end(script, i), 1
+    copies = len(re.findall(r"(?<!\\)(?:\\\\)*(?:&|\\[0-9])", replacement))
+    factor = max(copies, 1)
+    if "g" in script[flags_start:i]:
+        factor *= max(len(replacement), 1)  # every match (of one character, at least) becomes the replacement
+    return _sed_end(script, i), factor
 
 
 def check_sed(scripts: list[str]) -> None:
@@ -193,16 +213,107 @@ def awk_program_ok(program: str) -> bool:
 
 def check_awk(program: str) -> None:
     """Refuse an awk program that writes, runs, connects or may not end (module docstring)."""
-    if _AWK_BANNED.search(program) or any(len(run) != 2 for run in re.findall(r"\|+", program)):
-        raise Refusal("script", "awk")  # only `||` (logical or) may appear
+    if _AWK_BANNED.search(program):
+        raise Refusal("script", "awk")
     if _AWK_LOOPS.search(program) or _AWK_BIG_NUMBER.search(program):
         raise Refusal("loop", "awk")
     if len(re.findall(r"\bfor\b", program)) != len(_AWK_FOR_IN.findall(program)):
         raise Refusal("loop", "awk")
+    if len(_AWK_FOR_IN.findall(program)) > 1:
+        raise Refusal("loop", "awk")  # `for (i in a) for (j in a)`: the square of the input
     if not _awk_lex(program):
         raise Refusal("script", "awk")
-    if _awk_grows(program):
+    if _awk_grows(program) or _awk_multiplies(program):
         raise Refusal("loop", "awk")
+
+
+_AWK_UNSAFE_VARS = frozenset("NF NR FNR OFMT CONVFMT".split())
+"""Built-in variables a glance may not set: `NF=1e12` allocates that many fields, `OFMT=%999999999.0f`
+prints a gigabyte per number, NR/FNR only mislead."""
+
+
+def check_awk_assignment(text: str) -> None:
+    """Refuse a `-v NAME=VALUE` or `NAME=VALUE` operand that sets an unsafe built-in variable."""
+    name = text.partition("=")[0].strip()
+    if name in _AWK_UNSAFE_VARS:
+        raise Refusal("loop", f"awk {name}=")
+
+
+_AWK_FIELD = re.compile(r"\$\s*(?:[0-9]+|NF\b|[A-Za-z_]\w*|\()")
+_AWK_OP_ASSIGN = r"\s*(?:\[[^\]]*\])?\s*(?:[-+*/%^]?=(?!=)|\+\+|--)"
+
+
+def _awk_multiplies(program: str) -> bool:
+    """Whether the program may multiply a string, a record or its field count without bound: a value
+    that comes to hold two copies of itself (`$0 = $0 $0`, `t = s; u = t; s = t u`, across records
+    too), an assignment to NF/OFMT/CONVFMT or to a computed field (`$i = x` makes i fields), or
+    `sub`/`gsub` calls whose replacements grow the text more than `_MAX_GROWTH` times per record."""
+    # Strings and regex literals blanked, lengths kept (so offsets into `program` still hold).
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', lambda m: '"' + "." * (len(m.group()) - 2) + '"', program)
+    text = re.sub(
+        r"([(,~]\s*)(/(?:[^/\\\n]|\\.)*/)", lambda m: m.group(1) + "/" + "." * (len(m.group(2)) - 2) + "/", text
+    )
+    for name in _AWK_UNSAFE_VARS:
+        for m in re.finditer(rf"(?<![\w$])(\+\+|--)?\s*{name}\b(?={_AWK_OP_ASSIGN})?", text):
+            after = text[m.end():]
+            if m.group(1) == "++" or re.match(r"\s*(?:[+*/%^]?=(?!=)|\+\+)", after):
+                return True
+    for m in re.finditer(r"(\+\+|--)?\s*\$\s*([A-Za-z_]\w*|\()", text):
+        end = m.end()
+        if m.group(2) == "(":  # `$(NF+999999) = 1`: look past the balanced parentheses
+            depth = 1
+            while end < len(text) and depth:
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                end += 1
+        after = text[end:]
+        if m.group(2) != "NF" and (m.group(1) or re.match(_AWK_OP_ASSIGN, after)):
+            return True  # `$i = x`, `$(n*n) = x`: the record grows to that many fields
+    growth = 1
+    for m in re.finditer(r"\b(g?)sub\s*\(", text):
+        depth, i, commas = 1, m.end(), []
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if text[i] == "," and depth == 1:
+                commas.append(i)
+            i += 1
+        if not commas:
+            return True
+        end = commas[1] if len(commas) > 1 else i - 1
+        replacement = program[commas[0] + 1 : end].strip()
+        if not re.fullmatch(r'"(?:[^"\\]|\\.)*"', replacement):
+            return True  # a computed replacement could hold any number of `&`
+        if len(commas) > 1 and re.match(r"\s*\$\s*(?:[A-Za-z_(])", text[commas[1] + 1 :]) and not re.match(
+            r"\s*\$\s*NF\b", text[commas[1] + 1 :]
+        ):
+            return True
+        copies = max(len(re.findall(r"(?<!\\)&", replacement)), 1)
+        growth *= copies * (max(len(replacement) - 2, 1) if m.group(1) else 1)
+    if growth > _MAX_GROWTH:
+        return True
+    return _awk_self_copies(_AWK_FIELD.sub(" _F_ ", text))
+
+
+def _awk_self_copies(text: str) -> bool:
+    copies: dict[str, dict[str, int]] = {}
+    statements = []
+    for match in _AWK_ASSIGN.finditer(text):
+        if text[match.end() - 2 : match.end() - 1] in "+-*/%^" and text[match.end() - 2] != " ":
+            continue  # `x += 1` is arithmetic
+        rhs = re.split(r"[;{}\n]", text[match.end() :], maxsplit=1)[0]
+        names = [n for n in re.findall(r"(?<![\w$])([A-Za-z_]\w*)\b(?!\s*\()", rhs)
+                 if n not in _AWK_BUILTIN_VARS and n not in _AWK_WORDS]
+        if names:  # a constant resets the target only where it runs (BEGIN runs once): ignore it
+            statements.append((match.group(1), names))
+    for _ in range(len(statements) + 1):  # the program runs once per record: feedback across records
+        for target, names in statements:
+            total: dict[str, int] = {}
+            for name in names:
+                for source, count in copies.get(name, {name: 1}).items():
+                    total[source] = min(total.get(source, 0) + count, 2)
+            if total.get(target, 0) >= 2:
+                return True
+            copies[target] = total
+    return False
 
 
 _AWK_ASSIGN = re.compile(r"\b([A-Za-z_]\w*)\s*(?:\[[^\]=]*\])?\s*=(?!=)")
@@ -320,6 +431,10 @@ def _awk_lex(src: str) -> bool:
             i, operand = i + 1, True
         elif src.startswith(("++", "--"), i):
             i, operand = i + 2, True
+        elif c == "|":
+            if not src.startswith("||", i) or src.startswith("|||", i):
+                return False  # `print | "cmd"`, `"cmd" | getline`, `|&`: only `||` (logical or), outside strings and regexes
+            i, operand = i + 2, False
         else:
             i, operand = i + 1, False
         last_word = word

@@ -31,9 +31,12 @@ from flower.core.glance_git import GIT_RULE
 from flower.core.glance_options import Args, Refusal, Rule, Word, literal
 from flower.core.glance_paths import numeric_local
 from flower.core.glance_jq import check_jq
-from flower.core.glance_programs import awk_program_ok, check_awk, check_sed, sed_script_ok
+from flower.core.glance_programs import awk_program_ok, check_awk, check_awk_assignment, check_sed, sed_script_ok
 
-__all__ = ["COMMANDS", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "literal", "sed_script_ok"]
+__all__ = [
+    "COMMANDS", "MAX_WIDTH", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "check_widths", "literal",
+    "option_values", "reads_stdin", "sed_script_ok",
+]
 
 
 def _check_sed(args: Args) -> None:
@@ -49,6 +52,11 @@ def _check_awk(args: Args) -> None:
     if not args.operands:
         raise Refusal("script", "awk")
     check_awk(literal(args.operands[0], "awk"))
+    for value in args.values("-v", "--assign"):
+        check_awk_assignment(value)
+    for word in args.operands[1:]:
+        if re.match(r"[A-Za-z_]\w*=", word.value):
+            check_awk_assignment(word.value)  # `awk '{print}' NF=99999999999 f`
 
 
 def _check_jq(args: Args) -> None:
@@ -130,13 +138,195 @@ def _check_test(args: Args) -> None:
             raise Refusal("flag", f"{args.name} {word.value} (evaluates an array subscript)")
 
 
+# Short options that take a value, and long options that take one in the next word, of the
+# argument-blind readers: a value is never read as a file, an option or the end of options.
+_BLIND_VALUES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "grep": ("ABCDdefmX", ("--after-context", "--before-context", "--context", "--devices", "--directories",
+                           "--regexp", "--file", "--max-count", "--label", "--include", "--exclude",
+                           "--exclude-from", "--exclude-dir", "--binary-files", "--group-separator")),
+    "head": ("nc", ("--lines", "--bytes")),
+    "cut": ("bcdf", ("--bytes", "--characters", "--delimiter", "--fields", "--output-delimiter")),
+    "nl": ("bdfhilnsvw", ("--body-numbering", "--section-delimiter", "--footer-numbering",
+                          "--header-numbering", "--line-increment", "--join-blank-lines", "--number-format",
+                          "--number-separator", "--starting-line-number", "--number-width")),
+    "column": ("csoNRHWETlrip", ("--output-width", "--separator", "--output-separator", "--table-columns",
+                                "--table-right", "--table-hide", "--table-wrap", "--table-noextreme",
+                                "--table-truncate", "--table-name", "--table-order", "--tree",
+                                "--tree-id", "--tree-parent")),
+    "paste": ("d", ("--delimiters",)),
+    "diff": ("CDFILSUWXx", ("--context", "--unified", "--ifdef", "--ignore-matching-lines", "--label",
+                            "--starting-file", "--show-function-line", "--exclude", "--exclude-from",
+                            "--horizon-lines", "--width", "--tabsize", "--from-file", "--to-file")),
+    "cmp": ("iIn", ("--ignore-initial", "--bytes")),
+    "du": ("BXdt", ("--exclude-from", "--files0-from", "--block-size", "--max-depth", "--threshold",
+                    "--time-style", "--exclude")),
+}
+_BLIND_VALUES["egrep"] = _BLIND_VALUES["fgrep"] = _BLIND_VALUES["grep"]
+
+
+def _blind_walk(name: str, words: tuple[Word, ...]) -> tuple[list[tuple[str, str]], list[Word]]:
+    """Read an argument-blind reader's words as its getopt_long does (permuting): the (option, value)
+    pairs of value-taking options, and the operands."""
+    shorts, longs = _BLIND_VALUES.get(name, ("", ()))
+    values: list[tuple[str, str]] = []
+    operands: list[Word] = []
+    i = 0
+    while i < len(words):
+        word, i = words[i], i + 1
+        value = word.value
+        if not word.literal or value == "-" or not value.startswith("-"):
+            operands.append(word)
+        elif value == "--":
+            operands += words[i:]
+            break
+        elif value.startswith("--"):
+            flag, eq, attached = value.partition("=")
+            taken = [long for long in longs if long.startswith(flag)]
+            if taken and not eq:
+                values.append((taken[0], words[i].value if i < len(words) else ""))
+                i += 1
+            elif taken:
+                values.append((taken[0], attached))
+            else:
+                values.append((flag, attached))
+        else:
+            for j in range(1, len(value)):
+                if value[j] in shorts:
+                    if j + 1 < len(value):
+                        values.append(("-" + value[j], value[j + 1 :]))
+                    else:
+                        values.append(("-" + value[j], words[i].value if i < len(words) else ""))
+                        i += 1
+                    break
+                values.append(("-" + value[j], ""))
+    return values, operands
+
+
 def _check_grep(args: Args) -> None:
     # `-D read` makes a recursive grep open the FIFOs and devices it meets; grep is argument-blind otherwise.
-    for word in args.operands:
-        if word.value == "--":
-            return
-        if re.match(r"-[^-]*D|--d", word.value):
+    # `grep -e -- -D read`: `--` is the value of -e, so options go on; values are skipped, never scanned.
+    for flag, _ in _blind_walk(args.name, args.operands)[0]:
+        if flag.startswith("--der"):
+            flag = "-R"
+        if flag == "-D" or flag.startswith("--d"):
             raise Refusal("flag", f"{args.name} -D/--devices")
+        if flag == "-R":
+            # -R follows every symlink it meets (a committed `pm -> /proc/self/pagemap`, `d -> /`); -r does not.
+            raise Refusal("flag", f"{args.name} -R (follows symlinks; use -r)")
+
+
+MAX_WIDTH = 1000
+"""The widest field a glance may ask a formatter for: `printf '%999999999s'` prints a gigabyte."""
+
+_FORMAT_WIDTH = re.compile(r"%[-+ #0'_^:]*(\*|[0-9]+)?(?:\.(\*|[0-9]+))?")
+_WIDTH_FLAGS = {"ls": ("-w", "--width", "-T", "--tabsize"), "nl": ("-w", "--number-width"),
+                "column": ("-c", "--output-width")}
+_FORMATTERS = frozenset("printf date stat find ps ls nl column".split())
+
+
+def check_widths(name: str, words: list[Word]) -> None:
+    """Refuse a field width or precision over `MAX_WIDTH` (or taken from an argument, `%*s`) in a
+    format of printf/date/stat/find -printf, a `ps -o pid:WIDTH`, or a width option of ls/nl/column."""
+    if name in ("awk", "gawk", "mawk", "nawk"):
+        for word in words:  # a printf/sprintf format is a string literal of the program (glance_programs)
+            for literal_text in re.findall(r'"((?:[^"\\]|\\.)*)"', word.value):
+                check_widths("printf", [Word(literal_text, True)])
+        return
+    if name not in _FORMATTERS:
+        return
+    flags = _WIDTH_FLAGS.get(name, ())
+    for k, word in enumerate(words):
+        value = word.value
+        if word.params and ("%" in value or (k == 0 and name == "printf")):
+            raise Refusal("expansion", f"{name} {value} (a format from a parameter)")
+        for match in _FORMAT_WIDTH.finditer(value):
+            for part in match.groups():
+                if part == "*" or part and int(part) > MAX_WIDTH:
+                    raise Refusal("endless", f"{name} {value} (a field over {MAX_WIDTH} wide)")
+        if name == "ps" and any(int(n) > MAX_WIDTH for n in re.findall(r":([0-9]+)", value)):
+            raise Refusal("endless", f"{name} {value} (a column over {MAX_WIDTH} wide)")
+        for flag in flags:
+            number = None
+            if value == flag and k + 1 < len(words):
+                number = words[k + 1].value
+            elif value.startswith(flag + "=") or (len(flag) == 2 and value.startswith(flag) and value != flag):
+                number = value[len(flag) :].lstrip("=")
+            if number is not None and (not number.isdigit() or int(number) > MAX_WIDTH):
+                raise Refusal("endless", f"{name} {flag} {number} (over {MAX_WIDTH})")
+
+
+_STDIN_FILE_FLAGS = frozenset(("-f", "--file", "--exclude-from", "-X", "--from-file", "--to-file"))
+
+
+def option_values(name: str, words: list[Word], readings: list[Args]) -> list[tuple[str, str]]:
+    """Every (option, value) of a command line, read by its rule (or, for the argument-blind readers,
+    by `_blind_walk`): the wall looks each value up on disk as a file the command may read."""
+    if name in _BLIND_VALUES:
+        return [(f, v) for f, v in _blind_walk(name, tuple(words))[0] if v]
+    return [(f, v) for args in readings for f, v in args.flags if v and f != "-#"]
+
+
+_DASH_IS_TEXT = frozenset("echo printf true false test [".split())
+
+
+def reads_stdin(name: str, words: list[Word], readings: list[Args]) -> None:
+    """Refuse a reader whose input would be stdin: no file operand, or a `-` (file or pattern file)."""
+    what = f"{name} {' '.join(w.value for w in words)}".strip()
+    if name not in _DASH_IS_TEXT and any(w.value == "-" or w.value.endswith("=-") for w in words):
+        raise Refusal("stdin", what)  # `file -`, `date -f -`, `git diff --no-index - f`, `--contents=-`
+    if name in _BLIND_VALUES and name != "du" or name in ("cat", "rev", "comm", "tr"):  # du's default is `.`
+        values, operands = _blind_walk(name, tuple(words))
+        if any(v == "-" for f, v in values if f in _STDIN_FILE_FLAGS) or any(w.value == "-" for w in operands):
+            raise Refusal("stdin", what)
+        count = len(operands)
+        if name in ("grep", "egrep", "fgrep"):
+            flags = {f for f, _ in values}
+            if not flags & {"-e", "-f", "--regexp", "--file"}:
+                count -= 1  # the first operand is the pattern
+            if count <= 0 and flags & {"-r", "-R", "--recursive", "--dereference-recursive"}:
+                return  # a recursive grep with no file searches `.`
+        needed = {"tr": 99, "cmp": 2}.get(name, 1)  # tr reads only stdin; `cmp a` compares a with stdin
+        if count < needed:
+            raise Refusal("stdin", what)
+        return
+    rule = COMMANDS.get(name)
+    if rule is None or not rule.reads or rule.flags is None:
+        if name == "git":
+            _git_stdin(words, what)
+        return
+    for args in readings:
+        files = list(args.operands)
+        if name in ("sed",) and not args.values("-e", "--expression"):
+            files = files[1:]
+        elif name in ("awk", "gawk", "mawk", "nawk"):
+            program = files[0].value if files else ""
+            files = [w for w in files[1:] if not re.match(r"[A-Za-z_]\w*=", w.value)]  # var=value operands
+            if not files and re.fullmatch(r"\s*BEGIN\s*\{[^{}]*\}\s*", program) and "getline" not in program:
+                continue  # a BEGIN-only program reads nothing
+        elif name == "jq":
+            files = files[1:]
+            if args.has("-n", "--null-input") and not (files or re.search(r"\binputs?\b", program_of(args))):
+                continue  # with -n only `input`/`inputs` read
+        elif name == "rg":
+            if args.has("--files", "--type-list"):
+                continue
+            if not args.has("-e", "--regexp", "-f", "--file"):
+                files = files[1:]  # without a path rg searches stdin when stdin is not a terminal
+        if not files or any(w.value == "-" for w in files):
+            raise Refusal("stdin", what)
+
+
+def program_of(args: Args) -> str:
+    return args.operands[0].value if args.operands else ""
+
+
+def _git_stdin(words: list[Word], what: str) -> None:
+    values = [w.value for w in words]
+    for k, value in enumerate(values):
+        if value in ("--contents", "-f", "-S", "--ignore-revs-file", "-O") and values[k + 1 : k + 2] == ["-"]:
+            raise Refusal("stdin", what)
+        if value in ("--contents=-", "-f-", "-S-", "--ignore-revs-file=-", "-O-"):
+            raise Refusal("stdin", what)
 
 
 _PING_LIMITS = {"-c": 10, "-w": 30}
@@ -271,7 +461,7 @@ _TABLE: dict[str, Rule] = {
        for name in ("awk", "gawk", "mawk", "nawk")},
     "find": Rule(words=_find_words),
     "tree": Rule(
-        "-a -d -l -f -x -L= -P= -I= --gitignore --gitfile= --ignore-case --matchdirs --metafirst --prune"
+        "-a -d -f -x -L= -P= -I= --gitignore --gitfile= --ignore-case --matchdirs --metafirst --prune"
         " --info --infofile= --noreport --charset= --filelimit= --dirsfirst --filesfirst -q -N -Q -p -u"
         " -g -s -h --si --du -D --timefmt= -F --inodes --device -v -t -c -U -r --sort= -i -A -S -n -C -J"
         " -X --version --help",
@@ -290,7 +480,7 @@ _TABLE: dict[str, Rule] = {
         " --files-without-match -c --count --count-matches -C= --context= -A= --after-context= -B="
         " --before-context= -m= --max-count= -g= --glob= --iglob= -t= --type= -T= --type-not= -F"
         " --fixed-strings -e= --regexp= -f= --file= -u --unrestricted --hidden --no-ignore"
-        " --no-ignore-vcs -L --follow --files --json --heading --no-heading --color= --column -d="
+        " --no-ignore-vcs --files --json --heading --no-heading --color= --column -d="
         " --max-depth= --sort= --sortr= -o --only-matching -r= --replace= -P --pcre2 -U --multiline"
         " --multiline-dotall --stats -q --quiet --trim --vimgrep -0 --null -a --text --type-list"
         " --max-filesize= -p --pretty -H --with-filename -I --no-filename --no-messages --passthru -j="

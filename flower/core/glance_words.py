@@ -69,7 +69,9 @@ def _scan(raw: str) -> Word:
     )
     # `~+` and `~-` are $PWD and $OLDPWD: parameters in disguise.
     expands = expands or (len(out) > 1 and out[0] == "~" and bare[0] and out[1] in "+-")
-    return Word("".join(out), not (expands or globbed or _braces(out, bare)), params=expands)
+    braced = _braces(out, bare)
+    bracket = any(b and ch == "[" and "]" in out[k + 1 :] for k, (ch, b) in enumerate(zip(out, bare)))
+    return Word("".join(out), not (expands or globbed or braced), params=expands, braced=braced, bracket=bracket)
 
 
 _DOLLAR_FORMS = {"'": "`$'...'` quoting", '"': '`$"..."` quoting', "(": "command substitution"}
@@ -119,7 +121,7 @@ def word(node: object, src: str) -> Word:
             raise Refusal("construct", KINDS.get(kind, kind))
     start, end = node.pos  # type: ignore[attr-defined]
     scanned = _scan(src[start:end])
-    return Word(scanned.value, scanned.literal, scanned.params, end)
+    return Word(scanned.value, scanned.literal, scanned.params, end, scanned.braced, scanned.bracket)
 
 
 KINDS = {

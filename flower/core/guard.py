@@ -97,18 +97,26 @@ def _glance(input_data: Mapping[str, Any], reason: str) -> dict[str, Any]:
     # Imported on the first Bash call: the shell parser's tables cost ~150 ms to build.
     from flower.core.glance import describe_refusal, harden_git
     from flower.core.glance_git import filter_pins
+    from flower.core.glance_options import Refusal
 
     tool_input = dict(input_data.get("tool_input") or {})
     command = str(tool_input.get("command", ""))
     if tool_input.get("run_in_background"):
         return _deny(reason + texts.GLANCE_REFUSAL.format(why=texts.GLANCE_WHY["background"]))
     cwd = input_data.get("cwd")
-    cwd = str(cwd) if cwd else None
+    if not cwd:
+        # Without a working directory no word can be looked up on disk: fail closed, never skip the look.
+        return _deny(reason + texts.GLANCE_REFUSAL.format(why=texts.GLANCE_WHY["nocwd"]))
+    cwd = str(cwd)
     why = describe_refusal(command, cwd=cwd)
     if why is not None:
         return _deny(reason + texts.GLANCE_REFUSAL.format(why=why))
     updated = dict(tool_input)
-    updated["command"] = harden_git(command, lambda directory: filter_pins(os.path.join(cwd or ".", directory)))
+    try:
+        updated["command"] = harden_git(command, lambda directory: filter_pins(os.path.join(cwd, directory)))
+    except Refusal as refusal:
+        why = texts.GLANCE_WHY[refusal.code].format(what=refusal.what)
+        return _deny(reason + texts.GLANCE_REFUSAL.format(why=why))
     timeout = tool_input.get("timeout")
     if isinstance(timeout, (int, float)) and timeout > GLANCE_TIMEOUT_MS:
         updated["timeout"] = GLANCE_TIMEOUT_MS  # a glance is quick; it may not ask to wait ten minutes

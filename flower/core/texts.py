@@ -65,6 +65,9 @@ GLANCE_WHY = {
     "revision": "`{what}` needs a revision (without one it reads stdin)",
     "outside": "`{what}` leaves the workspace",
     "background": "a glance may not run in the background (it would outlive the Bash timeout)",
+    "repository": "{what} cannot be made safe in this repository",
+    "stdin": "`{what}` would read stdin (name a file)",
+    "nocwd": "the call has no working directory to check its words against",
 }
 
 # S-7: a non-delegating spec's hands-on tool that its allowed_tools do not grant.

@@ -97,13 +97,16 @@ def test_the_wall_and_the_expiry_ask_the_same_function() -> None:
 
 
 @pytest.mark.anyio
-async def test_the_wall_allows_exactly_what_expires_over_the_whole_corpus() -> None:
+async def test_the_wall_allows_exactly_what_expires_over_the_whole_corpus(tmp_path: Path) -> None:
     """S-8: over every corpus command, the coordinator's Bash wall lets it run if and only if the resume
     rewrite would expire its result; a denial carries describe_refusal's reason."""
     (hook,) = delegate_guard(allow_glance=True).hooks
     expires = EphemeralPolicy().resolved_predicate()
+    for directory in {w for c in ALLOWED for w in c.split()[2:3] if c.startswith("git -C ")}:
+        (tmp_path / directory).mkdir(parents=True, exist_ok=True)  # git -C DIR: the wall reads DIR's config
     for command in ALLOWED + [command for command, _ in REFUSED]:
-        data = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command}}
+        data = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
+                "cwd": str(tmp_path)}
         decision = await hook(data, "toolu_1", {"signal": None})
         denied = (decision.get("hookSpecificOutput") or {}).get("permissionDecision") == "deny"
         assert (not denied) == expires(command), command
@@ -252,12 +255,12 @@ PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 GOOD_SEGMENTS = [
     ["git", "status"], ["git", "log", "--oneline", "-5"], ["git", "diff", "--stat"], ["git", "branch", "-a"],
     ["ls", "-la"], ["cat", "README.md"], ["head", "-n", "5", "a.txt"], ["wc", "-l", "a.txt"], ["pwd"],
-    ["grep", "-rn", "TODO", "src"], ["sort", "-u"], ["uniq", "-c"], ["echo", "---"], ["ps", "aux"],
-    ["jq", ".name", "p.json"], ["sed", "-n", "1,5p", "f.txt"], ["awk", "{print $1}"],
+    ["grep", "-rn", "TODO", "src"], ["sort", "-u", "a.txt"], ["uniq", "-c", "a.txt"], ["echo", "---"], ["ps", "aux"],
+    ["jq", ".name", "p.json"], ["sed", "-n", "1,5p", "f.txt"], ["awk", "{print $1}", "a.txt"],
     ["tail", "-n", "3", "l"],
     ["find", ".", "-name", "*.py"], ["uname", "-a"], ["date", "+%s"], ["which", "python3"],
-    ["command", "-v", "git"], ["du", "-sh", "."], ["rg", "-n", "foo"], ["cut", "-d:", "-f1"],
-    ["tr", "a-z", "A-Z"],
+    ["command", "-v", "git"], ["du", "-sh", "."], ["rg", "-n", "foo", "src"], ["cut", "-d:", "-f1", "a.txt"],
+    ["rev", "a.txt"],
 ]
 BAD_SEGMENTS = [
     ["rm", "-rf", "build"], ["git", "commit", "-m", "x"], ["git", "push", "--force"],

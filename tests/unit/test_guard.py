@@ -207,7 +207,7 @@ async def test_a_git_glance_runs_with_the_repositorys_programs_pinned_off(tmp_pa
     assert updated["description"] == "look"
     command = updated["command"]
     assert command.count("-c core.fsmonitor=false") == 2 and "-c filter.evil.clean=" in command
-    assert "log --no-ext-diff --no-textconv -p -1" in command
+    assert "log --no-ext-diff --no-textconv --ignore-submodules=all -p -1" in command
 
 
 async def test_git_dash_c_through_a_symlink_out_of_the_workspace_is_denied(tmp_path: Any) -> None:
@@ -324,3 +324,76 @@ def test_glance_tools_must_be_mcp_tool_names() -> None:
         coordinator("lead", "goal", {"w": worker("does work", "work")}, glance_tools="mcp__a__b")
     with pytest.raises(ConfigError, match="glance_tools"):
         coordinator("lead", "goal", {"w": worker("does work", "work")}, glance_tools=["Write"])
+
+
+def _repo(path: Any, *config: tuple[str, str]) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    for key, value in config:
+        subprocess.run(["git", "-C", str(path), "config", key, value], check=True)
+
+
+async def test_git_glances_in_a_partial_clone_or_with_a_side_file_on_a_device_are_denied(tmp_path: Any) -> None:
+    """Issue #16 item 1 (S-9): no pin stops a partial clone's lazy fetch through a repository-chosen
+    transport, and `blame.ignoreRevsFile` is read before any pin clears it: such repositories refuse."""
+    guard = delegate_guard(allow_glance=True)
+    cases = {
+        "partial": [("remote.origin.url", "ext::sh -c touch% PWN"), ("remote.origin.promisor", "true")],
+        "ext": [("extensions.partialClone", "origin")],
+        "revs": [("blame.ignoreRevsFile", "/dev/zero")],
+        "excl": [("core.excludesFile", "/dev/zero")],
+    }
+    for name, config in cases.items():
+        _repo(tmp_path / name, *config)
+        data = main_call("Bash", command="git log -1")
+        data["cwd"] = str(tmp_path / name)
+        assert "cannot be made safe" in (denial(await decide(guard, data)) or ""), name
+    _repo(tmp_path / "proto", ("protocol.ext.allow", "always"))
+    data = main_call("Bash", command="git status")
+    data["cwd"] = str(tmp_path / "proto")
+    command = (await decide(guard, data))["hookSpecificOutput"]["updatedInput"]["command"]
+    assert "-c protocol.ext.allow=never" in command and "status --ignore-submodules=all" in command
+
+
+async def test_a_glance_without_a_working_directory_is_denied() -> None:
+    """Issue #16 item 6: with no `cwd` the wall cannot look at the disk, so it refuses."""
+    data = main_call("Bash", command="cat z")
+    data.pop("cwd", None)
+    reason = denial(await decide(delegate_guard(allow_glance=True), data))
+    assert reason and texts.GLANCE_WHY["nocwd"] in reason
+
+
+async def test_attached_option_values_and_git_dash_c_paths_are_looked_up_on_disk(tmp_path: Any) -> None:
+    """Issue #16 item 2-3: a short option's attached value (`-fz`), any `=VALUE`, a path under
+    `git -C DIR`, and every match of a glob (never the first 256 only) go through the disk check."""
+    (tmp_path / "z").symlink_to("/dev/zero")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "zz").symlink_to("/dev/zero")
+    guard = delegate_guard(allow_glance=True)
+    for command in ("grep -fz x plain", "du -Xz .", "git diff -Oz HEAD~0", "git blame -Sz plain",
+                    "date -fz", "file -mz plain", "git -C a hash-object zz", "git -C a grep -f zz"):
+        data = main_call("Bash", command=command)
+        data["cwd"] = str(tmp_path)
+        assert "device, pipe or socket" in (denial(await decide(guard, data)) or ""), command
+    many = tmp_path / "many"
+    many.mkdir()
+    for k in range(300):
+        (many / f"f{k:03}").write_text("x")
+    data = main_call("Bash", command="cat many/*")
+    data["cwd"] = str(tmp_path)
+    assert texts.GLANCE_WHY["long"] in (denial(await decide(guard, data)) or "")
+
+
+async def test_a_separate_option_value_naming_a_huge_file_is_refused(tmp_path: Any) -> None:
+    """Issue #16 item 3: `du -X FILE` reads FILE in full, so a separate value is size-checked like `-XFILE`."""
+    with open(tmp_path / "huge", "wb") as handle:
+        handle.truncate(3 << 30)
+    guard = delegate_guard(allow_glance=True)
+    for command in ("du -X huge .", "du -Xhuge .", "file -m huge x", "grep -f huge x plain"):
+        data = main_call("Bash", command=command)
+        data["cwd"] = str(tmp_path)
+        assert "over 2 GiB" in (denial(await decide(guard, data)) or ""), command
+    data = main_call("Bash", command="ls -l huge")
+    data["cwd"] = str(tmp_path)
+    assert denial(await decide(guard, data)) is None
