@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import re
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
@@ -70,15 +72,13 @@ def _write_state(run_dir: Path, data: dict[str, Any]) -> None:
     tmp.replace(run_dir / STATE)
 
 
-def _unfinished(run_dir: Path, workspace: Path) -> str | None:
-    """The id of this workspace's unfinished go run in `run_dir`, if any."""
+def _go_runs(run_dir: Path, workspace: Path) -> list[Any]:
+    """This workspace's go runs in `run_dir`, oldest first."""
     from flower.flow.runs import list_runs
 
     if not (run_dir / "dbos.sqlite").exists():
-        return None
-    rows = [r for r in list_runs(run_dir) if r.workflow == "go" and Path(r.workspace or ".") == workspace
-            and r.state in ("interrupted", "running", "failed")]
-    return rows[-1].run_id if rows else None
+        return []
+    return [r for r in list_runs(run_dir) if r.workflow == "go" and Path(r.workspace or ".") == workspace]
 
 
 def _archive(notes: Path, run_dir: Path) -> Path | None:
@@ -217,6 +217,8 @@ def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool,
         if not re.fullmatch(r"\d+[kKmM]?", window.strip()) or window.strip()[0] == "0":
             _fail(f"--window must be a token count like 200000 or 200k, not {window!r}")
         os.environ["FLOWER_WINDOW"] = window.strip()
+    if not math.isfinite(timeout):
+        _fail(f"--timeout must be a number of seconds (0 = never wait), not {timeout}")
     check_credentials(os.environ)
     text = " ".join(request).strip()
     _run(text, ws, runs, new=new, clarify_only=clarify_only, no_goal=no_goal, rounds=rounds, asks=asks,
@@ -229,6 +231,7 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
          budget: float | None, as_json: bool, verbose: bool) -> None:
     from flower.core.dispatch import check_isolation
     from flower.core.runtime import Runtime
+    from flower.flow.signals import guard
     from flower.go.flow import GoOptions, lead_spec, starter_flow
     from flower.human.channel import HumanChannel
     from flower.human.judge import GoalStep
@@ -238,16 +241,40 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     notes = Path(runtime.workbench.notes) if runtime.workbench is not None else runs
     options = GoOptions(rounds=rounds, no_goal=no_goal, clarify_only=clarify_only, isolate=isolate,
                         judge_can_run=judge_can_run, model=model, budget=budget)
+    # The flags that shape the workflow's steps: a woken run must be given the same ones.
+    shape = {"rounds": rounds, "no_goal": no_goal, "clarify_only": clarify_only, "isolate": isolate,
+             "judge_can_run": judge_can_run}
     screen = _Screen(as_json=as_json, threshold=None, interactive=tty)
     if new:
         where = _archive(notes, runs)
         if where is not None:
             screen.say(f"archived the earlier brief, goal and run state to {where}")
     state = {} if new else _read_state(runs)
-    prior = None if new else _unfinished(runs, ws)
+    history = _go_runs(runs, ws)
+    if new:  # the earlier runs end here, or a later `flower go` would wake one of them again
+        from flower.flow.runs import cancel_run
+
+        for row in history:
+            if row.state in ("interrupted", "running"):
+                cancel_run(runs, None, row.run_id)
+        history = []
+    live = [r for r in history if r.state == "running"]
+    if live:
+        _fail(f"run {live[-1].run_id} is running in another process; talk to it with "
+              f"`flower say {runs} TEXT` or `flower answer {runs} TEXT`")
+    prior = next((r.run_id for r in reversed(history) if r.state == "interrupted"), None)
+    if prior is not None and state.get("options") not in (None, shape):
+        _fail(f"run {prior} was started with other flags ({state['options']}); wake it with the same flags, "
+              "or start over with --new")
+    if prior is None and history and (notes / "brief.md").exists():
+        ended = history[-1] if history else None
+        why = f"the last run ({ended.run_id}) {ended.state}" if ended is not None else "a brief from an earlier run"
+        _fail(f"{why}; its brief is in {notes / 'brief.md'}: start over with --new" + (
+            f' "{text}"' if text else ' "what to do"'))
     wake = None
     if prior is not None:
-        wake = Wake(prior, int(state.get("wakes", 0)) + 1, str(state.get("request") or text))
+        wakes = state.get("wakes", 0)
+        wake = Wake(prior, (wakes if isinstance(wakes, int) else 0) + 1, str(state.get("request") or text))
     if wake is None and not text:
         if not tty:
             _fail("give the request as an argument: flower go \"what should be done\"")
@@ -260,7 +287,7 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     screen.view.threshold = runtime.threshold(lead)
     request = wake.request if wake is not None else text
     _write_state(runs, {"request": request, "wakes": wake.number if wake is not None else 0,
-                        "workspace": str(ws)})
+                        "workspace": str(ws), "options": shape})
     if wake is not None:
         for line in _banner(wake, notes, runs):
             screen.say(line)
@@ -300,16 +327,24 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
                 line.close()
                 await asyncio.gather(reader, return_exceptions=True)
 
+    again = f"flower go -w {ws}" + ("" if runs == ws / "runs" else f" -r {runs}")
+    started = time.time()
     try:
-        ctx = asyncio.run(main())
+        with guard(interactive=False):  # SIGTERM/SIGHUP record the step in flight; on a pipe Ctrl-C interrupts
+            ctx = asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):
         if "budget" in stopped:
             click.echo(f"flower: stopped at ${stopped['budget']:.4f}, past the budget of ${budget:.2f}; the run is "
-                       f"kept. Continue it with: flower go -w {ws} --budget MORE", err=True)
+                       f"kept. Continue it with: {again} --budget MORE", err=True)
             raise SystemExit(1) from None
-        click.echo(f"flower: stopped; the run is kept. Continue it with: flower go -w {ws}", err=True)
+        click.echo(f"flower: stopped; the run is kept. Continue it with: {again}", err=True)
         raise SystemExit(130) from None
-    _summary(ctx, screen, runtime, ws, notes)
+    finally:
+        from flower.flow import engine
+
+        if engine.current() is not None:
+            engine.destroy()
+    _summary(ctx, screen, runtime, ws, notes, started)
 
 
 def _cancel(task: asyncio.Future[Any]) -> None:
@@ -323,9 +358,10 @@ async def _patched(line: Any) -> None:
         await line.run()
 
 
-def _summary(ctx: Any, screen: _Screen, runtime: Any, ws: Path, notes: Path) -> None:
+def _summary(ctx: Any, screen: _Screen, runtime: Any, ws: Path, notes: Path, started: float) -> None:
     results = ctx.results if hasattr(ctx, "results") else {}
-    rounds = len(list(notes.glob("*-round*.md")))  # one verdict file per judged round
+    # One verdict file per judged round; those of earlier runs are older than this process's start.
+    rounds = len([p for p in notes.glob("*-round*.md") if p.stat().st_mtime >= started - 1])
     files = [p for p in (notes / "brief.md", notes / "goal.md", ws / "CLAUDE.md", ws / "AGENTS.md") if p.exists()]
     if ctx.failed_at:
         why = ctx.aborted or getattr(results.get(ctx.failed_at), "error", None) or "its gate said no"

@@ -23,12 +23,13 @@ import hashlib
 import os
 import secrets
 import stat
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 
 from flower.errors import UnsafePathError
 
-__all__ = ["Confined", "resolve_inside"]
+__all__ = ["Confined", "resolve_inside", "append_text", "replace_text"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 20
@@ -280,3 +281,28 @@ class TempFile:
             self.handle = -1
         with contextlib.suppress(OSError):
             os.unlink(self.name, dir_fd=self.fd)
+
+
+def append_text(path: str | os.PathLike[str], text: str) -> None:
+    """Append `text` to the file `path`, creating it; never through a symlink a repository may have planted
+    there (OSError ELOOP instead)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def replace_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write the file `path` whole, atomically: a fresh temp file (O_EXCL, so a planted name is never
+    followed) renamed over it; a symlink at `path` is replaced, not followed."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target

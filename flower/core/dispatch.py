@@ -41,9 +41,9 @@ def isolated_types(spec: AgentSpec) -> frozenset[str]:
 
 def isolation_input(tool_input: Mapping[str, Any], isolated: Collection[str]) -> dict[str, Any] | None:
     """The Agent input with `isolation: "worktree"` for an isolated worker type, else None."""
-    if tool_input.get("subagent_type") not in isolated or "isolation" in tool_input:
+    if tool_input.get("subagent_type") not in isolated or tool_input.get("isolation") == "worktree":
         return None
-    return {**tool_input, "isolation": "worktree"}
+    return {**tool_input, "isolation": "worktree"}  # the role decides: a model cannot opt out
 
 
 def check_isolation(spec: AgentSpec, workspace: Path) -> None:
@@ -55,12 +55,17 @@ def check_isolation(spec: AgentSpec, workspace: Path) -> None:
         probe = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--is-inside-work-tree"],
                                capture_output=True, text=True, timeout=30, check=False)
         inside = probe.returncode == 0 and probe.stdout.strip() == "true"
+        head = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--verify", "--quiet", "HEAD"],
+                              capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        inside = False
+        inside, head = False, None
+    if inside and head is not None and head.returncode != 0:
+        raise ConfigError(f"workspace {workspace} has no commit yet: a git worktree starts from one; commit "
+                          "first, or do not isolate the workers")
     if not inside:
         raise ConfigError(
             f"workspace {workspace} is not a git work tree: isolated workers ({', '.join(sorted(names))}) "
-            "run in git worktrees; run `git init` there, or do not isolate them"
+            "run in git worktrees; run `git init` there and commit, or do not isolate them"
         )
 
 

@@ -264,7 +264,13 @@ def isolated_workspace(workspace: Path, run_dir: Path, run_id: str, label: str) 
                               capture_output=True, text=True)
         if done.returncode == 0:
             return target
-    shutil.copytree(workspace, target, ignore=shutil.ignore_patterns(".flower"), symlinks=True)
+    skip = {os.path.realpath(run_dir), os.path.realpath(target.parent)}
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        # The workbench, and the run dir when it lies inside the workspace (the copy would copy itself).
+        return [n for n in names if n == ".flower" or os.path.realpath(os.path.join(folder, n)) in skip]
+
+    shutil.copytree(workspace, target, ignore=ignore, symlinks=True)
     return target
 
 

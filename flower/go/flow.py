@@ -22,6 +22,7 @@ from flower.core import texts
 from flower.core.roles import coordinator, worker
 from flower.core.sections import labelled_sections
 from flower.core.spec import AgentSpec
+from flower.errors import ConfigError
 from flower.flow.step import Step
 from flower.flow.workflow import Workflow
 from flower.go.bequest import Bequest, write_bequest
@@ -96,7 +97,10 @@ def starter_flow(request: str, channel: HumanChannel, options: GoOptions = GoOpt
         hint = (f"{workbench.root}: read notes/brief.md and notes/goal.md first; scripts/ and artifacts/ hold "
                 "what the run made") if workbench is not None else "no workbench"
         bequest = parse_bequest(getattr(result, "text", "") or "", request=request, workbench_hint=hint)
-        changed = write_bequest(Path(runtime.workspace), bequest)
+        try:
+            changed = write_bequest(Path(runtime.workspace), bequest)
+        except (ConfigError, OSError) as exc:  # a refused or unwritable file must not fail a finished run
+            return f"bequest not written: {exc}"
         return f"bequest written to {', '.join(p.name for p in changed) or 'CLAUDE.md, AGENTS.md (unchanged)'}"
 
     steps.append(Step("bequest", lead, texts.BEQUEST_REQUEST, resume_from="work", fork=True, on_fail="continue",

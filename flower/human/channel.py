@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import re
 import threading
 import time
@@ -32,6 +33,7 @@ from typing import Any
 from claude_agent_sdk import HookMatcher, McpSdkServerConfig
 
 from flower.core import texts
+from flower.core.confined import append_text
 from flower.core.events import Event
 from flower.errors import ConfigError
 from flower.human.mailbox import Letter, Mailbox, PostgresMailbox, open_mailbox
@@ -265,8 +267,7 @@ class HumanChannel:
         block = f"\n\n## Added {label} ({stamp(time.time())})\n\n{text.strip()}\n"
         try:
             self.amend_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.amend_path, "a", encoding="utf-8") as handle:
-                handle.write(block)
+            append_text(self.amend_path, block)  # never through a symlink a repository planted
         except OSError as exc:
             self._record("amend", exc)
             return False
@@ -363,11 +364,9 @@ class HumanChannel:
             return
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            new = not self.log_path.exists()
-            with open(self.log_path, "a", encoding="utf-8") as handle:
-                if new:
-                    handle.write("# desc: questions to the human and their answers (append-only)\n\n")
-                handle.write(entry + "\n")
+            head = "" if os.path.lexists(self.log_path) else \
+                "# desc: questions to the human and their answers (append-only)\n\n"
+            append_text(self.log_path, head + entry + "\n")
         except OSError as exc:
             self._record("log", exc)
 

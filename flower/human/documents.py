@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from flower.core import texts
+from flower.core.confined import replace_text
 from flower.core.sections import first_nonempty, labelled_sections
 
 __all__ = ["BRIEF_SECTIONS", "Brief", "Goal", "Verdict", "VerdictState"]
@@ -66,12 +67,7 @@ def _read(path: str | os.PathLike[str]) -> str | None:
 
 def _write(path: str | os.PathLike[str], text: str) -> Path:
     """Write atomically (a reader never sees half a document)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)
-    return target
+    return replace_text(path, text)
 
 
 def _filled(body: str) -> str:

@@ -20,6 +20,7 @@ survives a crash between the gate's checkpoint and `on_reject`'s.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flower.core import texts
+from flower.core.confined import append_text, replace_text
 from flower.core.events import Event, OnEvent, emit
 from flower.core.spec import AgentSpec
 from flower.core.steps import StepResult
@@ -339,8 +341,8 @@ def _option(answer: str, options: tuple[str, ...]) -> int | None:
 
 def _note(path: Path, why: str, verdict: Verdict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(f"# Stopped\n\n{why}\n\n{verdict.to_markdown()}\n")
+    with contextlib.suppress(OSError):  # a refused (symlinked) or unwritable note must not hide the reason
+        append_text(path, f"# Stopped\n\n{why}\n\n{verdict.to_markdown()}\n")
 
 
 def with_goal(work: Work | Step, channel: HumanChannel | None, *, rounds: int = 3, judge_can_run: bool = False,
@@ -381,15 +383,15 @@ def _judged_step(step: Step, channel: HumanChannel | None, rounds: int, can_run:
         if verdict.unreachable:
             decision = await decide_unreachable(channel, verdict, goal, path, notes)
             if decision.outcome != "continue":
-                record.write_text(verdict.to_markdown(), encoding="utf-8")
+                replace_text(record, verdict.to_markdown())
                 if decision.outcome == "stop":
                     raise StepAbort(decision.reason)
                 return True
             feedback = decision.feedback
         elif verdict.achieved:
-            record.write_text(verdict.to_markdown(), encoding="utf-8")
+            replace_text(record, verdict.to_markdown())
             return True
-        record.write_text(f"{verdict.to_markdown()}\n{FEEDBACK_HEAD}{feedback}\n", encoding="utf-8")
+        replace_text(record, f"{verdict.to_markdown()}\n{FEEDBACK_HEAD}{feedback}\n")
         return False
 
     def on_reject(result: Any, ctx: Any) -> str:

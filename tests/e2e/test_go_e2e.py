@@ -80,6 +80,17 @@ def test_go_clarifies_sets_a_goal_is_judged_twice_and_bequeaths(
     assert claude[claude.index(BEGIN):] == agents  # the same block in both files
 
 
+@pytest.mark.parametrize("flag", [["--timeout", "inf"], ["--timeout", "nan"], ["--budget", "0"]])
+def test_go_refuses_impossible_values_in_one_line(tmp_path: Path, workspace: Path, flag: list[str]) -> None:
+    import subprocess
+    import sys
+
+    ran = subprocess.run([sys.executable, "-m", "flower", "go", "-w", str(workspace), *flag, "x"],
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ANTHROPIC_API_KEY": "x"})
+    assert ran.returncode == 1 and ran.stderr.count("\n") == 1 and ran.stderr.startswith("flower: "), ran.stderr
+
+
 def test_go_on_a_pipe_without_a_request_is_one_line(tmp_path: Path, workspace: Path) -> None:
     import subprocess
     import sys
@@ -198,6 +209,9 @@ def test_new_archives_the_brief_and_starts_over_on_a_pipe(
     notes = workspace / ".flower" / "notes"
     assert "RFC 4180 quoting" in (notes / "brief.md").read_text()
 
+    refused = go("import TSV files too")  # a finished run's brief would silently stand in for the request
+    assert refused.returncode == 1 and "start over with --new" in refused.stderr
+    assert refused.stderr.count("\n") == 1
     scripted_api.script([text(BRIEF.replace("RFC 4180 quoting", "Excel quoting"))])
     second = go("--new", "import TSV files too")
     assert second.returncode == 0, second.stderr
