@@ -192,6 +192,10 @@ def resume(run_id: str, run_dir: str, store: str | None, verbose: bool) -> None:
     meta, status = run_meta(run_dir, store, run_id)
     if status == "SUCCESS":
         raise FlowError(f"run {run_id} has already finished: nothing to resume")
+    if meta.get("workflow") == "go" and not meta.get("source"):
+        raise FlowError(f"run {run_id} is a flower go run: continue it with flower go -w {meta.get('workspace')}"
+                        + ("" if Path(run_dir).resolve() == Path(str(meta.get("workspace"))) / "runs" else
+                           f" -r {run_dir}"))
     if not meta.get("source"):
         raise FlowError(f"run {run_id} was started from Python, not from a file: run that program again")
     workflow = as_workflow(load_source(str(meta["source"])), str(meta["source"]),

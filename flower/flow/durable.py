@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
+from dbos._error import DBOSException
 from filelock import FileLock, Timeout
 from dbos._error import DBOSStreamTimeoutError
 
@@ -454,6 +455,10 @@ async def run(
                 with SetWorkflowID(run_id):
                     handle = await DBOS.start_workflow_async(_run_workflow, meta)
             result: dict[str, Any] = await handle.get_result()
+        except DBOSException as exc:
+            # E.g. a run continued with a workflow whose steps changed since it was recorded: one line.
+            raise FlowError(f"run {run_id} cannot continue: {str(exc).splitlines()[0] if str(exc) else exc!r}") \
+                from None
         finally:
             _LIVE.pop(run_id, None)
     return result
