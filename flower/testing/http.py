@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import struct
 import threading
 import time
@@ -56,6 +57,13 @@ class Server(ThreadingHTTPServer):
         with self._connections_lock:
             self.open_connections.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a killed CLI, a dropped connection) is normal here: say nothing. Anything
+        else is printed as socketserver does."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def drop_connections(self) -> None:
         with self._connections_lock:
