@@ -36,7 +36,7 @@ from flower.core import texts
 from flower.core.confined import append_text
 from flower.core.events import Event
 from flower.errors import ConfigError
-from flower.human.mailbox import Letter, Mailbox, PostgresMailbox, open_mailbox
+from flower.human.mailbox import Letter, Mailbox, PostgresMailbox, open_mailbox, pending_questions
 from flower.human.records import Ask, AskState, Mail, stamp
 from flower.human.tools import main_thread_only, make_server
 
@@ -132,9 +132,16 @@ class HumanChannel:
         after the ones the run already asked (an earlier process of the same run)."""
         with self._lock:
             self.mailbox, self.run = mailbox, run
-            numbers = [int(m.group(1)) for letter in mailbox.read(run) if letter.kind == "question"
+            letters = mailbox.read(run)
+            numbers = [int(m.group(1)) for letter in letters if letter.kind == "question"
                        if (m := _QID.fullmatch(letter.ref))]
             self._ids = itertools.count(max([*numbers, len(self.asks) + len(self.mail)], default=0) + 1)
+            # Questions an earlier process of this run asked and never settled died with it: close them, so
+            # `flower asks` and `flower answer` see only the questions someone is waiting on.
+            mine = {item.id for item in self.asks}
+            for dead in pending_questions([letter for letter in letters if letter.run == run]):
+                if dead.id not in mine:
+                    mailbox.post(run, "settled", "", ref=dead.id, meta={"state": "abandoned"})
         return self
 
     def bind(self, runtime: Any) -> HumanChannel:

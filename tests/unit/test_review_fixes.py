@@ -67,3 +67,14 @@ def test_a_copied_workspace_leaves_out_a_run_dir_inside_it(tmp_path: Path) -> No
     (ws / "a.txt").write_text("a")
     target = isolated_workspace(ws, ws / "runs", "run-1", "step")  # not a git repo: a copy
     assert sorted(p.name for p in target.iterdir()) == ["a.txt"]
+
+
+def test_questions_of_a_dead_process_are_closed_when_the_run_is_attached_again(tmp_path: Path) -> None:
+    from flower.human.mailbox import open_mailbox, pending_questions
+
+    mailbox = open_mailbox(tmp_path)
+    mailbox.post("run-1", "question", "Which DB?", ref="q1", meta={"options": []})  # its process was killed
+    mailbox.post("run-2", "question", "Other run?", ref="q1", meta={"options": []})
+    HumanChannel().attach(mailbox, "run-1")
+    waiting = pending_questions(mailbox.read(None))
+    assert [(q.run, q.id) for q in waiting] == [("run-2", "q1")]
