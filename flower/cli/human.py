@@ -53,6 +53,14 @@ def _open(run: str, store: str | None, schema: str) -> tuple[Mailbox, str | None
     return open_mailbox(folder), None
 
 
+def _latest_run(mailbox: Mailbox) -> str:
+    """The run of a run dir that last wrote to its mailbox (it asked, settled or received), else everyone:
+    a later run (after `flower go --new`) must not get the old run's mail as new."""
+    runs = [letter.run for letter in mailbox.read(None)
+            if letter.kind in ("question", "settled", "received") and letter.run != BROADCAST]
+    return runs[-1] if runs else BROADCAST
+
+
 def _pending(mailbox: Mailbox, run: str | None) -> list[PendingQuestion]:
     return pending_questions(mailbox.read(run))
 
@@ -124,7 +132,7 @@ def say(run: str, words: tuple[str, ...], store: str | None, schema: str) -> Non
         raise ConfigError("the message is empty")
     mailbox, key = _open(run, store, schema)
     try:
-        mailbox.post(key if key is not None else BROADCAST, "mail", text)
+        mailbox.post(key if key is not None else _latest_run(mailbox), "mail", text)
     finally:
         mailbox.close()
     click.echo(f"sent to {run}: the run's next inbox call delivers it")

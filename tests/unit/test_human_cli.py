@@ -51,11 +51,13 @@ def test_a_qid_looking_word_alone_is_the_answer_and_decline_takes_a_reason(tmp_p
         ("answer", "q1", "q7"), ("decline", "q2", "ask the ops team")]
 
 
-def test_say_sends_to_every_run_of_the_run_dir(tmp_path: Path) -> None:
+def test_say_sends_to_the_run_that_last_used_the_run_dir(tmp_path: Path) -> None:
+    """Not to every run: a later run (after `flower go --new`) must not get the old run's mail as new."""
     runs, box = run_dir(tmp_path)
     assert "sent to" in invoke("say", str(runs), "the", "deadline", "moved").stdout
     (mail,) = [x for x in box.read("run-1") if x.kind == "mail"]
-    assert (mail.run, mail.body) == ("*", "the deadline moved")
+    assert (mail.run, mail.body) == ("run-1", "the deadline moved")
+    assert not [x for x in box.read("run-2") if x.kind == "mail"]
 
 
 def test_bad_input_is_one_line(tmp_path: Path) -> None:
