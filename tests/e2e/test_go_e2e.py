@@ -219,3 +219,19 @@ def test_new_archives_the_brief_and_starts_over_on_a_pipe(
     assert len(archived) == 1 and "RFC 4180 quoting" in archived[0].read_text()
     assert "Excel quoting" in (notes / "brief.md").read_text()
     assert "import TSV files too" in scripted_api.main_requests[-1].text  # clarified afresh, not skipped
+
+
+def test_json_prints_one_json_object_per_line(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    scripted_api.script([text(BRIEF)])
+    ran = subprocess.run([sys.executable, "-m", "flower", "go", "--json", "--clarify-only", REQUEST], cwd=workspace,
+                         env=scripted_api.cli_env(tmp_path / "home"), capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=180)
+    assert ran.returncode == 0, ran.stderr
+    items = [json.loads(line) for line in ran.stdout.splitlines()]  # every line is one JSON object
+    kinds = {item.get("kind") for item in items}
+    assert {"step", "notice"} <= kinds
+    assert any(item.get("kind") == "notice" and item["text"].startswith("= run ") for item in items)
