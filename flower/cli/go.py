@@ -245,23 +245,22 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     shape = {"rounds": rounds, "no_goal": no_goal, "clarify_only": clarify_only, "isolate": isolate,
              "judge_can_run": judge_can_run}
     screen = _Screen(as_json=as_json, threshold=None, interactive=tty)
-    if new:
-        where = _archive(notes, runs)
-        if where is not None:
-            screen.say(f"archived the earlier brief, goal and run state to {where}")
-    state = {} if new else _read_state(runs)
     history = _go_runs(runs, ws)
+    live = [r for r in history if r.state == "running"]
+    if live:  # never archive or cancel under a live process, nor append to its brief
+        _fail(f"run {live[-1].run_id} is running in another process; talk to it with "
+              f"`flower say {runs} TEXT` or `flower answer {runs} TEXT`")
+    state = {} if new else _read_state(runs)
     if new:  # the earlier runs end here, or a later `flower go` would wake one of them again
         from flower.flow.runs import cancel_run
 
+        where = _archive(notes, runs)
+        if where is not None:
+            screen.say(f"archived the earlier brief, goal and run state to {where}")
         for row in history:
-            if row.state in ("interrupted", "running"):
+            if row.state == "interrupted":
                 cancel_run(runs, None, row.run_id)
         history = []
-    live = [r for r in history if r.state == "running"]
-    if live:
-        _fail(f"run {live[-1].run_id} is running in another process; talk to it with "
-              f"`flower say {runs} TEXT` or `flower answer {runs} TEXT`")
     prior = next((r.run_id for r in reversed(history) if r.state == "interrupted"), None)
     if prior is not None and state.get("options") not in (None, shape):
         _fail(f"run {prior} was started with other flags ({state['options']}); wake it with the same flags, "
