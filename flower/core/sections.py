@@ -62,8 +62,9 @@ class Heading:
         return section_key(self.title)
 
 
-def headings(text: str) -> Iterator[Heading]:
-    """The ATX headings of `text` that are not inside a fenced code block."""
+def _outside_fences(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of every line of `text` outside fenced code blocks; an unclosed fence drops the
+    rest of the text. The one fence scanner of the headings and the labelled sections."""
     fence: str | None = None
     for number, line in enumerate(text.splitlines()):
         opened = _FENCE.match(line)
@@ -75,6 +76,12 @@ def headings(text: str) -> Iterator[Heading]:
         if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence = opened.group(1)
             continue
+        yield number, line
+
+
+def headings(text: str) -> Iterator[Heading]:
+    """The ATX headings of `text` that are not inside a fenced code block."""
+    for number, line in _outside_fences(text):
         match = _HEADING.match(line)
         if match:
             title = _CLOSING_HASHES.sub("", match.group(2) or "").strip()
@@ -180,20 +187,7 @@ class Labelled:
 
 def unfenced_lines(text: str) -> list[str]:
     """The lines of `text` outside fenced code blocks; an unclosed fence drops the rest of the text."""
-    kept: list[str] = []
-    fence: str | None = None
-    for line in text.splitlines():
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
-                    and not opened.group(2).strip():
-                fence = None
-            continue
-        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
-            fence = opened.group(1)
-            continue
-        kept.append(line)
-    return kept
+    return [line for _, line in _outside_fences(text)]
 
 
 def _label_pattern(aliases: Mapping[str, Collection[str]]) -> tuple[re.Pattern[str], dict[str, str]]:

@@ -8,7 +8,9 @@ Steps done / total counts each Step (each parallel member) whose context updates
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -98,30 +100,33 @@ def list_runs(run_dir: str | os.PathLike[str], store: str | None = None) -> list
         client.destroy()
 
 
-def run_meta(run_dir: str | os.PathLike[str], store: str | None, run_id: str) -> tuple[dict[str, Any], str]:
-    """The recorded metadata (workflow, workspace, source, ...) and DBOS status of one run."""
+@contextlib.contextmanager
+def _found(run_dir: str | os.PathLike[str], store: str | None, run_id: str, *, load_input: bool) -> Iterator[Any]:
+    """A client of the run dir's (or store's) system database and the status of `run_id`; one line when
+    there is no such run."""
     client = engine.client(run_dir, store)
     if client is None:
         raise FlowError(f"unknown run {run_id}: no runs in {Path(run_dir).resolve()}")
     try:
-        found = client.list_workflows(workflow_ids=[run_id], name=RUN_WORKFLOW, load_input=True, load_output=False)
+        found = client.list_workflows(workflow_ids=[run_id], name=RUN_WORKFLOW, load_input=load_input,
+                                      load_output=False)
         if not found:
             raise FlowError(f"unknown run {run_id}")
-        return _meta(found[0]), str(found[0].status)
+        yield client, found[0]
     finally:
         client.destroy()
 
 
+def run_meta(run_dir: str | os.PathLike[str], store: str | None, run_id: str) -> tuple[dict[str, Any], str]:
+    """The recorded metadata (workflow, workspace, source, ...) and DBOS status of one run."""
+    with _found(run_dir, store, run_id, load_input=True) as (_, status):
+        return _meta(status), str(status.status)
+
+
 def cancel_run(run_dir: str | os.PathLike[str], store: str | None, run_id: str) -> str:
     """Cancel an unfinished run and its parallel branches; the state it had."""
-    client = engine.client(run_dir, store)
-    if client is None:
-        raise FlowError(f"unknown run {run_id}: no runs in {Path(run_dir).resolve()}")
-    try:
-        found = client.list_workflows(workflow_ids=[run_id], name=RUN_WORKFLOW, load_input=False, load_output=False)
-        if not found:
-            raise FlowError(f"unknown run {run_id}")
-        status = str(found[0].status)
+    with _found(run_dir, store, run_id, load_input=False) as (client, found):
+        status = str(found.status)
         if status in ("SUCCESS", "ERROR"):
             raise FlowError(f"run {run_id} has already ended ({'finished' if status == 'SUCCESS' else 'failed'})")
         children = client.list_workflows(workflow_id_prefix=f"{run_id}/", status=["PENDING", "ENQUEUED"],
@@ -130,5 +135,3 @@ def cancel_run(run_dir: str | os.PathLike[str], store: str | None, run_id: str) 
             client.cancel_workflow(child.workflow_id)
         client.cancel_workflow(run_id)
         return status
-    finally:
-        client.destroy()
