@@ -35,6 +35,7 @@ import click
 from rich.console import Console
 
 from flower.cli.launch import check_credentials, cli_env, event_json
+from flower.core.confined import read_note, replace_text
 from flower.core.events import Event
 from flower.errors import ConfigError
 from flower.report.text import fit, sanitize, wrap
@@ -59,17 +60,14 @@ def _fail(message: str) -> None:
 
 def _read_state(run_dir: Path) -> dict[str, Any]:
     try:
-        data = json.loads((run_dir / STATE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_note(run_dir / STATE) or "")
+    except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def _write_state(run_dir: Path, data: dict[str, Any]) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = run_dir / f".{STATE}.tmp"
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-    tmp.replace(run_dir / STATE)
+    replace_text(run_dir / STATE, json.dumps(data, ensure_ascii=False, indent=1))  # a fresh temp file, renamed
 
 
 def _go_runs(run_dir: Path, workspace: Path) -> list[Any]:
@@ -84,7 +82,10 @@ def _go_runs(run_dir: Path, workspace: Path) -> list[Any]:
 def _archive(notes: Path, run_dir: Path) -> Path | None:
     """Move brief, goal, judge rounds and the run state under notes/archive/<time>/; None when nothing was there."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    target = notes / "archive" / stamp
+    archive = notes / "archive"
+    if archive.is_symlink() or (archive.exists() and not archive.is_dir()):
+        _fail(f"{archive} is a symlink or not a folder: flower moves the brief only into a real folder there")
+    target = archive / stamp
     moved = False
     for path in [notes / name for name in ARCHIVED] + sorted(notes.glob("*-round*.md")) + [run_dir / STATE]:
         if path.is_file() and not path.is_symlink():
@@ -112,10 +113,11 @@ def _banner(wake: Wake, notes: Path, run_dir: Path) -> list[str]:
 
 def _last_work_row(run_dir: Path) -> dict[str, Any]:
     try:
-        rows = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        rows = json.loads(read_note(run_dir / "manifest.json", limit=64 << 20) or "")
+    except ValueError:
         return {}
-    work = [r for r in rows if isinstance(r, dict) and str(r.get("step", "")).startswith("work")]
+    work = [r for r in rows if isinstance(r, dict) and str(r.get("step", "")).startswith("work")] \
+        if isinstance(rows, list) else []
     return work[-1] if work else {}
 
 
@@ -211,6 +213,9 @@ def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool,
         _fail(f"workspace {workspace} is not a directory")
     ws = ws.resolve()
     runs = Path(run_dir).expanduser().resolve() if run_dir else ws / "runs"
+    if not run_dir and not runs.resolve().is_relative_to(ws):
+        _fail(f"{runs} leads out of the workspace (a symlink): the run's state stays inside it; "
+              "remove it, or name a run dir with -r")
     if budget is not None and budget <= 0:
         _fail(f"--budget must be a positive number of dollars, not {budget}")
     if window is not None:
@@ -300,7 +305,7 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     async def main() -> Any:
         if wake is not None and text and not no_goal and (notes / "goal.md").exists():
             # The brief file as written, with what was added to it (a `Brief` keeps its four sections only).
-            brief = (notes / "brief.md").read_text(encoding="utf-8", errors="replace")
+            brief = read_note(notes / "brief.md") or ""
             await GoalStep(always_set=True, can_run=judge_can_run).run(runtime, brief, on_event=screen)
         loop = asyncio.get_running_loop()
         work: asyncio.Future[Any] = loop.create_future()

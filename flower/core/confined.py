@@ -29,7 +29,7 @@ from pathlib import Path, PurePath
 
 from flower.errors import UnsafePathError
 
-__all__ = ["Confined", "resolve_inside", "append_text", "replace_text"]
+__all__ = ["Confined", "resolve_inside", "append_text", "read_note", "replace_text"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 20
@@ -306,3 +306,21 @@ def replace_text(path: str | os.PathLike[str], text: str) -> Path:
             os.unlink(tmp)
         raise
     return target
+
+
+MAX_NOTE_BYTES = 4 << 20
+"""A note flower reads back (brief, goal, verdict, run state) is never larger than this."""
+
+
+def read_note(path: str | os.PathLike[str], limit: int = MAX_NOTE_BYTES) -> str | None:
+    """The text of the regular file `path`, or None when it is missing, a symlink, not a regular file
+    (a FIFO or a device would never end) or over `limit` bytes. Invalid UTF-8 is replaced, never fatal."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        return handle.read(limit + 1)[:limit].decode("utf-8", "replace")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from flower.core import texts
-from flower.core.confined import replace_text
+from flower.core.confined import read_note, replace_text
 from flower.core.sections import first_nonempty, labelled_sections
 
 __all__ = ["BRIEF_SECTIONS", "Brief", "Goal", "Verdict", "VerdictState"]
@@ -59,10 +59,7 @@ def _display(table: Mapping[str, tuple[str, ...]], key: str) -> str:
 
 
 def _read(path: str | os.PathLike[str]) -> str | None:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    return read_note(path)  # never through a planted symlink, never an endless device
 
 
 def _write(path: str | os.PathLike[str], text: str) -> Path:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flower.core import texts
-from flower.core.confined import append_text, replace_text
+from flower.core.confined import append_text, read_note, replace_text
 from flower.core.events import Event, OnEvent, emit
 from flower.core.spec import AgentSpec
 from flower.core.steps import StepResult
@@ -396,7 +396,7 @@ def _judged_step(step: Step, channel: HumanChannel | None, rounds: int, can_run:
 
     def on_reject(result: Any, ctx: Any) -> str:
         done = rounds_done(default_path(current_runtime(), ""))
-        text = done[-1].read_text(encoding="utf-8") if done else ""
+        text = (read_note(done[-1]) or "") if done else ""
         return text.split(FEEDBACK_HEAD, 1)[1].strip() if FEEDBACK_HEAD in text else ""
 
     return dataclasses.replace(step, retries=rounds - 1, gate=gate, on_reject=on_reject)

@@ -78,3 +78,41 @@ def test_questions_of_a_dead_process_are_closed_when_the_run_is_attached_again(t
     HumanChannel().attach(mailbox, "run-1")
     waiting = pending_questions(mailbox.read(None))
     assert [(q.run, q.id) for q in waiting] == [("run-2", "q1")]
+
+
+def test_notes_flower_reads_back_are_never_devices_fifos_or_symlinks(tmp_path: Path) -> None:
+    from flower.core.confined import read_note
+    from flower.human.documents import Brief
+
+    os.symlink("/dev/zero", tmp_path / "brief.md")  # a hostile repository's committed brief
+    os.mkfifo(tmp_path / "goal.md")
+    (tmp_path / "big.md").write_bytes(b"x" * 10)
+    assert Brief.load(tmp_path / "brief.md") is None  # returns at once instead of reading forever
+    assert read_note(tmp_path / "goal.md") is None
+    assert read_note(tmp_path / "big.md", limit=5) is None and read_note(tmp_path / "big.md") == "x" * 10
+
+
+def test_go_keeps_its_state_and_archive_inside_the_workspace(tmp_path: Path) -> None:
+    import sys
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ANTHROPIC_API_KEY": "x"}
+
+    def go(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "flower", "go", "-w", str(ws), *args], capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=120, env=env)
+
+    os.symlink(outside, ws / "runs")
+    ran = go("x")
+    assert ran.returncode == 1 and "leads out of the workspace" in ran.stderr and ran.stderr.count("\n") == 1
+    os.unlink(ws / "runs")
+    notes = ws / ".flower" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "brief.md").write_text("## Goal\nold\n")
+    os.symlink(outside, notes / "archive")
+    ran = go("--new", "x")
+    assert ran.returncode == 1 and "not a folder" in ran.stderr and ran.stderr.count("\n") == 1
+    assert list(outside.iterdir()) == [] and (notes / "brief.md").exists()
