@@ -235,3 +235,19 @@ def test_json_prints_one_json_object_per_line(scripted_api: ScriptedAPI, tmp_pat
     kinds = {item.get("kind") for item in items}
     assert {"step", "notice"} <= kinds
     assert any(item.get("kind") == "notice" and item["text"].startswith("= run ") for item in items)
+
+
+def test_budget_stops_cleanly_and_keeps_the_run(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
+    import subprocess
+    import sys
+
+    scripted_api.handler = lambda request: text(BRIEF)  # every session gets a reply; the budget decides
+    ran = subprocess.run([sys.executable, "-m", "flower", "go", "--budget", "0.001", REQUEST], cwd=workspace,
+                         env=scripted_api.cli_env(tmp_path / "home"), capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=180)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "past the budget of $0.00; the run is kept" in ran.stderr and "--budget MORE" in ran.stderr
+    assert "= step work" not in ran.stdout  # stopped after the first step's cost passed the budget
+    listed = subprocess.run([sys.executable, "-m", "flower", "runs", "-r", str(workspace / "runs")],
+                            capture_output=True, text=True, timeout=120, env=scripted_api.cli_env(tmp_path / "home"))
+    assert "interrupted" in listed.stdout and "finished" not in listed.stdout, listed.stdout + listed.stderr
