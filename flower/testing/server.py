@@ -41,7 +41,8 @@ from flower.testing.strict import request_problems
 
 __all__ = ["MAIN", "Request", "ScriptedAPI", "cli_env"]  # MAIN and Request re-exported from .request
 
-_BREAKPOINT = re.compile(r'"cache_control"')
+_BREAKPOINT = re.compile(r', "cache_control": \{[^{}]*\}|"cache_control": \{[^{}]*\}, ')
+"""A `cache_control` member as `json.dumps` writes it (first, middle or last key of its block)."""
 AGENT_HEADER = "x-claude-code-agent-id"
 Handler = Callable[["Request"], "Step | None"]
 
@@ -84,7 +85,7 @@ class ScriptedAPI:
         self.handler = handler
         self.cache = cache
         self.check_tools = check_tools
-        self._prefixes: list[str] = []
+        self._prefixes: list[tuple[str, tuple[int, ...]]] = []
         self._usages: dict[int, dict[str, int]] = {}
         self._lock = threading.RLock()
         self._state = _State()
@@ -288,19 +289,25 @@ class ScriptedAPI:
         return None
 
     def _cached_chars(self, request: Request) -> int:
-        """Prompt-cache simulation, as the API caches: only up to a `cache_control` breakpoint. The prefix
-        (tools, then system, then messages: the API's cache order) this request shares with any of the last
-        32 requests is cut back to the last breakpoint inside it; below 4,096 chars (the API's minimum
-        cacheable prompt, about 1,024 tokens) nothing is read."""
+        """Prompt-cache simulation, as the API caches. Each request writes the cache at its `cache_control`
+        breakpoints; a later request reads the longest prefix (tools, then system, then messages: the API's
+        cache order) that one of the last 32 requests wrote at one of its breakpoints and that this request
+        shares up to one of its own. The breakpoints are not part of the content: the CLI moves its last one
+        to the newest message each turn, and the API still reads the previous turn's prefix. Below 4,096
+        chars (the API's minimum cacheable prompt, about 1,024 tokens) nothing is read; a request without
+        breakpoints reads nothing. (The API's 20-block lookback from a breakpoint is not modelled.)"""
         if not self.cache:
             return 0
         body = request.body
-        text = json.dumps([body.get("tools"), body.get("system"), body.get("messages")])
+        text, marks = _content_and_breakpoints(json.dumps([body.get("tools"), body.get("system"),
+                                                           body.get("messages")]))
         with self._lock:
-            shared = max((_common_prefix(text, earlier) for earlier in self._prefixes), default=0)
-            self._prefixes = [*self._prefixes[-31:], text]
-        marks = [m.start() for m in _BREAKPOINT.finditer(text, 0, shared)]
-        read = marks[-1] if marks else 0
+            read = 0
+            if marks:
+                for earlier, written in self._prefixes:
+                    shared = min(_common_prefix(text, earlier), marks[-1])
+                    read = max(read, max((p for p in written if p <= shared), default=0))
+            self._prefixes = [*self._prefixes[-31:], (text, marks)]
         return read if read >= 4096 else 0
 
     def _thread_for(self, request: Request) -> _Thread | None:
@@ -335,6 +342,20 @@ def _steps(steps: Iterable[Step], where: str) -> list[Step]:
             raise ScriptError(f"step {index} of {where} is a {type(step).__name__}, not a step "
                               f"(text(), tool_use(), api_error(), Drop()): {shown}")
     return checked
+
+
+def _content_and_breakpoints(dumped: str) -> tuple[str, tuple[int, ...]]:
+    """`dumped` without its `cache_control` members, and where each one stood in the result."""
+    parts: list[str] = []
+    marks: list[int] = []
+    kept = end = 0
+    for match in _BREAKPOINT.finditer(dumped):
+        parts.append(dumped[end:match.start()])
+        kept += match.start() - end
+        marks.append(kept)
+        end = match.end()
+    parts.append(dumped[end:])
+    return "".join(parts), tuple(marks)
 
 
 def _common_prefix(a: str, b: str) -> int:

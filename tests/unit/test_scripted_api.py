@@ -240,3 +240,28 @@ def test_prompt_cache_simulation_can_be_turned_off() -> None:
         post(api, body)
         usage = json.loads(post(api, body)[1])["usage"]
     assert usage["cache_read_input_tokens"] == 0 and usage["input_tokens"] > 2000
+
+
+def test_prompt_cache_reads_the_previous_turn_when_the_breakpoint_moves() -> None:
+    """As the CLI sends a conversation: the breakpoint sits on the newest message, so the message that held
+    it last turn comes back without it. The API reads what last turn wrote (the whole earlier prefix), not
+    only up to the system prompt's breakpoint: the content is compared without `cache_control`."""
+    mark = {"type": "ephemeral"}
+    system = [{"type": "text", "text": "S" * 8_000, "cache_control": mark}]
+
+    def turn(n: int, marked: int) -> dict[str, Any]:
+        block: dict[str, Any] = {"type": "text", "text": f"turn {n} " + "x" * 6_000}
+        if n == marked:
+            block["cache_control"] = mark
+        return {"role": "user" if n % 2 == 0 else "assistant", "content": [block]}
+
+    with ScriptedAPI([text("a"), text("b"), text("c")]) as api:
+        post(api, {"system": system, "messages": [turn(0, 0)]})
+        second = json.loads(post(api, {"system": system, "messages": [turn(0, 2), turn(1, 2), turn(2, 2)]})[1])
+        moved = json.loads(post(api, {"system": system, "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "other " + "y" * 6_000, "cache_control": mark}]}]})[1])
+    # the first request wrote system + turn 0 (about 14,000 chars); the second reads all of it
+    assert second["usage"]["cache_read_input_tokens"] >= 14_000 // 4
+    assert second["usage"]["cache_creation_input_tokens"] >= 12_000 // 4 - 10  # turns 1 and 2 are new
+    # a different first message shares only the system prompt, up to its breakpoint
+    assert 8_000 // 4 <= moved["usage"]["cache_read_input_tokens"] < 9_000 // 4
