@@ -6,8 +6,9 @@ meta entries, and results holding images or documents are never touched (S-20).
 
 **Ephemeral expiry** (on by default). A site is a successful `Bash` result whose command the glance
 predicate calls ephemeral (`flower.core.glance.is_ephemeral`, S-8: the same predicate that lets the
-coordinator run it). All sites but the newest `keep_recent` get one line naming the command and its
-age, but only when their body is longer than that line: an expiry note never makes the history longer,
+coordinator run it), and a successful text `Read` result (a Read is `cat` with line numbers: a snapshot of
+a file that the file itself keeps; `reads=False` leaves them). All sites but the newest `keep_recent` get
+one line naming the command (`Read <path>` for a Read) and its age, but only when their body is longer than that line: an expiry note never makes the history longer,
 so a tiny output (an `ls` of two files) keeps its body. Not spilled: re-running a glance is cheaper than
 reading an archive. Denied, interrupted and failed results are not sites (they are not snapshots of
 state; the residue rules own the first two).
@@ -75,6 +76,9 @@ class EphemeralPolicy:
     predicate: Callable[[str], bool] | None = None
     """Which Bash commands expire; None means `flower.core.glance.is_ephemeral` (S-8: one predicate for
     "the coordinator may run it" and "its result expires")."""
+    reads: bool = True
+    """Whether text `Read` results expire too (the file keeps what they showed; reading it again is the
+    re-run). Images and documents never do (S-20)."""
 
     def __post_init__(self) -> None:
         if self.keep_recent < 0:
@@ -134,6 +138,22 @@ def _expiry_note(command: str, age: int, body: str) -> str | None:
     return note if len(body) > max(len(note), len(widest)) else None
 
 
+def _glance_label(tool: str, arguments: Any, reads: bool) -> str | None:
+    """What a call that may expire is called in its note (a Bash command, `Read <path>`), else None."""
+    if not isinstance(arguments, dict):
+        return None
+    if tool == "Bash":
+        command = arguments.get("command")
+        return command if isinstance(command, str) else None
+    if tool == "Read" and reads:
+        path = arguments.get("file_path")
+        if not isinstance(path, str) or not path.strip():
+            return None
+        span = " ".join(f"{key}={arguments[key]}" for key in ("offset", "limit") if arguments.get(key) is not None)
+        return f"Read {path}" + (f" ({span})" if span else "")
+    return None
+
+
 def plan_expiry(
     entries: list[Entry],
     index: TranscriptIndex,
@@ -147,27 +167,24 @@ def plan_expiry(
     sites: list[tuple[int, int, str, str, int]] = []
     for result in index.ordered_results:
         use = index.uses.get(result.tool_use_id)
-        if (
-            use is None
-            or use.name != "Bash"
-            or use.entry > result.entry
-            or (result.entry, result.block) in skip
-        ):
+        if use is None or use.entry > result.entry or (result.entry, result.block) in skip:
+            continue
+        command = _glance_label(use.name, use.input, policy.reads)
+        if command is None:
             continue
         entry = entries[result.entry]
         block = entry["message"]["content"][result.block]
-        command = use.input.get("command") if isinstance(use.input, dict) else None
         if is_protected(entry) or "toolDenialKind" in entry or block.get("is_error") is True:
-            continue
-        if not isinstance(command, str):
             continue
         text = result_text(block)
         if text is None:
             continue
-        if command not in verdicts:
-            verdicts[command] = bool(predicate(command))
-        if verdicts[command]:
-            sites.append((result.entry, result.block, command, text, index.age(use)))
+        if use.name == "Bash":
+            if command not in verdicts:
+                verdicts[command] = bool(predicate(command))
+            if not verdicts[command]:
+                continue
+        sites.append((result.entry, result.block, command, text, index.age(use)))
     for position, number, command, text, age in _newest_excluded(sites, policy.keep_recent):
         note = _expiry_note(command, age, text)
         if note is None:

@@ -45,7 +45,7 @@ def glance(command: str) -> bool:
     return command.split()[:2] in (["git", "status"], ["git", "diff"]) or command.split()[:1] == ["ls"]
 
 
-EPH = EphemeralPolicy(keep_recent=6, predicate=glance)
+EPH = EphemeralPolicy(keep_recent=6, predicate=glance, reads=False)  # Bash glances; Read expiry has its own tests
 
 
 def rewritten(entries: list[dict[str, Any]], **kw: Any) -> tuple[list[dict[str, Any]], Any]:
@@ -231,6 +231,34 @@ def test_expiry_default_predicate_is_glance() -> None:
 
 
 # --- 2. trim -------------------------------------------------------------------------------------------
+
+
+def test_read_results_expire_like_glances() -> None:
+    """S-19.1 with reads: a text Read is a snapshot of a file, so all but the newest `keep_recent` glances
+    (Bash glances and Reads counted together) become one line naming `Read <path>`; a failed Read, an image
+    and a short body stay; `reads=False` leaves every Read as stored."""
+    t = Transcript()
+    t.prompt("go")
+    for n in range(4):
+        t.assistant(tool_use(f"toolu_r{n}", "Read", file_path=f"/notes/n{n}.md", **({"offset": 10} if n == 1 else {})))
+        t.result(f"toolu_r{n}", f"1\tnote {n} " + "z" * 600)
+    t.assistant(tool_use("toolu_missing", "Read", file_path="/gone"))
+    t.result("toolu_missing", "File does not exist. " + "q" * 400, is_error=True)
+    t.assistant(tool_use("toolu_img", "Read", file_path="/a.png"))
+    t.result("toolu_img", [image_block()])
+    t.assistant(tool_use("toolu_tiny", "Read", file_path="/t"))
+    t.result("toolu_tiny", "1\tok")
+    glances(t, 2)
+    policy = EphemeralPolicy(keep_recent=2, predicate=glance)
+    out, report = rewritten(t.entries, ephemeral=policy)
+    assert result_body(out, "toolu_r0") == texts.EXPIRED_RESULT.format(command="Read /notes/n0.md", age="8 rounds")
+    assert "Read /notes/n1.md (offset=10)" in result_body(out, "toolu_r1")
+    assert result_body(out, "toolu_r3").startswith(texts.FLOWER_NOTE_PREFIX)
+    for kept in ("toolu_missing", "toolu_img", "toolu_tiny"):
+        assert result_body(out, kept) == result_body(t.entries, kept)
+    assert report.expired == 4 and validate(out) == []
+    unchanged, none = rewritten(t.entries, ephemeral=EphemeralPolicy(keep_recent=2, predicate=glance, reads=False))
+    assert none.expired == 0 and result_body(unchanged, "toolu_r0") == result_body(t.entries, "toolu_r0")
 
 
 def big(n: int, size: int = 3000) -> str:
