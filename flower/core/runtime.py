@@ -61,6 +61,7 @@ from flower.core.agent import build_options
 from flower.core.spec import AgentSpec
 from flower.core.compact import CompactPolicy
 from flower.core.events import Event, OnEvent, emit, to_events
+from flower.core.refresh import CHARS_PER_TOKEN, RefreshPolicy
 from flower.core.guard import approve_subagents
 from flower.core.handoff import (
     ContextMeter,
@@ -111,6 +112,10 @@ class _Attempt:
     crossed: bool = False
     stopped: bool = False
     """Our PostToolUse hook ended the turn at a tool boundary because the threshold was crossed."""
+    refresh: int | None = None
+    """Our PostToolUse hook ended the turn for a refresh, which drops about this many stale tokens."""
+    dropped: int = 0
+    """Characters the resume that started this attempt already dropped (the store's rewrite report)."""
     handoff: str | None = None
     degraded: str | None = None
     """Why the handoff is the runtime's fallback, not the session's own document."""
@@ -135,6 +140,9 @@ class _Tally:
     errors: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
     handoffs: list[str] = field(default_factory=list)
+    refreshes: int = 0
+    next_refresh: int = 0
+    """Main-thread context at which the next refresh check may say yes (RefreshPolicy.next_check)."""
     retries: list[dict[str, Any]] = field(default_factory=list)
     attempts: int = 0
     degraded: int = 0
@@ -202,6 +210,7 @@ class Runtime:
         ephemeral: bool | Any = True,
         keep_denials: int = 1,
         handoff: bool | HandoffPolicy = True,
+        refresh: bool | RefreshPolicy = True,
         resilience: bool | RetryPolicy = True,
         store: SessionStore | None = None,
         portable: bool = True,
@@ -221,6 +230,7 @@ class Runtime:
             self.workbench.ensure()
         self.spill_threshold = spill_threshold
         self.handoff: HandoffPolicy | None = _policy(handoff, HandoffPolicy())
+        self.refresh: RefreshPolicy | None = _policy(refresh, RefreshPolicy())
         self.retry: RetryPolicy | None = _policy(resilience, RetryPolicy())
         self.portable = portable
         self.placement: Placement = placement
@@ -281,7 +291,8 @@ class Runtime:
             step=step, session_id=session, ok=last.error is None and last.result is not None,
             cost_usd=round(tally.cost, 6), num_turns=tally.turns, text=last.text, error=last.error,
             errors=tuple(tally.errors), attempts=tally.attempts, resumed=resume is not None,
-            retired=tuple(tally.retired), handoffs=tuple(tally.handoffs), context=meter.current,
+            retired=tuple(tally.retired), handoffs=tuple(tally.handoffs), refreshes=tally.refreshes,
+            context=meter.current,
             contexts=tuple(meter.per_message), retries=tuple(tally.retries), started=started, ended=_now(),
             duration=round(time.monotonic() - clock, 3), tool_errors=tally.tool_errors,
             tool_error_samples=tuple(tally.tool_error_samples),
@@ -344,6 +355,14 @@ class Runtime:
                                           on_event)
             tally.add(attempt)
             session = attempt.session_id or session
+            if attempt.refresh is not None and attempt.error is None:
+                tally.refreshes += 1
+                emit(on_event, Event("system", f"refresh: session resumed to drop about {attempt.refresh:,} "
+                                               f"stale tokens of {meter.current:,}",
+                                     payload={"subtype": "refresh", "session_id": session,
+                                              "stale": attempt.refresh, "context": meter.current}))
+                message = texts.REFRESH_CONTINUE
+                continue
             if attempt.interrupted:
                 note = self._interrupt or ""
                 self._interrupt = None
@@ -469,9 +488,13 @@ class Runtime:
         tally: _Tally, on_event: OnEvent | None,
     ) -> _Attempt:
         attempt = _Attempt(session_id=resume, base_cost=await self._restored_cost(resume))
+        if resume is not None:  # _restored_cost loaded it through the rewriting store: what that dropped
+            report = self.store.last_report(self._key(resume))  # type: ignore[attr-defined]
+            attempt.dropped = report.chars_saved if report is not None else 0
         seen_calls: set[str] = set()
         threshold = self.threshold(spec)
-        stop_hook = self._stop_hook(attempt, seen_calls) if threshold is not None else None
+        watching = threshold is not None or self.refresh is not None
+        stop_hook = self._stop_hook(attempt, seen_calls, meter, tally) if watching else None
         options = self._options(spec, resume, fork, stop_hook)
         client: ClaudeSDKClient | None = None
         try:
@@ -482,7 +505,7 @@ class Runtime:
             await self._receive(client, spec, attempt, meter, tally, seen_calls, threshold is not None, on_event)
             # A turn that ended by itself finished its work: no handoff now. A later step resuming this
             # session crosses again at its first tool boundary and hands over then.
-            if attempt.stopped and not attempt.interrupted and attempt.error is None:
+            if attempt.stopped and attempt.refresh is None and not attempt.interrupted and attempt.error is None:
                 await self._ask_handoff(client, attempt, tally, on_event)
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
             attempt.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
@@ -614,9 +637,8 @@ class Runtime:
         """The last `cost-state` total of the transcript a resume hands the CLI (0 for a new session)."""
         if session is None:
             return 0.0
-        key = {"project_key": project_key_for_directory(str(self.workspace)), "session_id": session}
         try:
-            entries = await self.store.load(key) or []  # type: ignore[arg-type]
+            entries = await self.store.load(self._key(session)) or []  # type: ignore[arg-type]
         except Exception:  # the resume itself will report a broken store
             return 0.0
         totals = [e.get("totalCostUSD") for e in entries if isinstance(e, Mapping) and e.get("type") == "cost-state"]
@@ -664,8 +686,38 @@ class Runtime:
         attempt.degraded = why
         attempt.handoff = degraded_handoff("(see the workbench notes)", attempt.text, why)
 
-    def _stop_hook(self, attempt: _Attempt, seen_calls: set[str]) -> HookMatcher:
-        """PostToolUse on the main thread: end the turn at this tool boundary once the threshold is crossed."""
+    def _key(self, session: str) -> dict[str, str]:
+        return {"project_key": project_key_for_directory(str(self.workspace)), "session_id": session}
+
+    async def _stale(self, attempt: _Attempt) -> int:
+        """Tokens a resume of the live session would drop now that it has not dropped already."""
+        if attempt.session_id is None:
+            return 0
+        key = self._key(attempt.session_id)
+        try:
+            await self.store.load(key)  # type: ignore[arg-type]
+        except Exception:  # a store that cannot load now: no refresh (the resume would fail the same way)
+            return 0
+        report = self.store.last_report(key)  # type: ignore[attr-defined]
+        saved = report.chars_saved if report is not None else 0
+        return max(0, saved - attempt.dropped) // CHARS_PER_TOKEN
+
+    async def _refresh_due(self, attempt: _Attempt, meter: ContextMeter, tally: _Tally) -> bool:
+        """At a main-thread tool boundary: whether resuming the live session now drops enough (RefreshPolicy)."""
+        policy, context = self.refresh, meter.current
+        if policy is None or attempt.crossed or context < max(tally.next_refresh, policy.min_tokens):
+            return False
+        stale = await self._stale(attempt)
+        if policy.worth(context, stale):
+            attempt.refresh = stale
+            tally.next_refresh = 0
+            return True
+        tally.next_refresh = policy.next_check(context, stale)
+        return False
+
+    def _stop_hook(self, attempt: _Attempt, seen_calls: set[str], meter: ContextMeter, tally: _Tally) -> HookMatcher:
+        """PostToolUse on the main thread: end the turn at this tool boundary once the threshold is crossed,
+        or for a refresh that pays (`RefreshPolicy`)."""
 
         async def stop(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
             if input_data.get("agent_id"):
@@ -676,9 +728,12 @@ class Runtime:
                 if tool_use_id is None or tool_use_id in seen_calls:
                     break
                 await anyio.sleep(0.01)
-            if attempt.crossed:
+            if attempt.crossed and self.handoff is not None:
                 attempt.stopped = True
                 return {"continue_": False, "stopReason": "flower: handoff to a new generation"}
+            if not attempt.stopped and await self._refresh_due(attempt, meter, tally):
+                attempt.stopped = True
+                return {"continue_": False, "stopReason": "flower: refresh (stale results dropped on resume)"}
             return {}
 
         return HookMatcher(matcher=None, hooks=[stop])

@@ -281,7 +281,8 @@ def _branch_runtime(live: Live, label: str, isolate: bool) -> Runtime:
     if isolate:
         workspace = isolated_workspace(base.workspace, base.run_dir, live.run_id, label)
     return Runtime(workspace, run_dir=base.run_dir, store=base.store, env=base.env, run_id=live.run_id,
-                   handoff=base.handoff or False, resilience=base.retry or False, portable=base.portable,
+                   handoff=base.handoff or False, refresh=base.refresh or False, resilience=base.retry or False,
+                   portable=base.portable,
                    placement=base.placement, spill_threshold=base.spill_threshold)
 
 
