@@ -25,9 +25,11 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +43,10 @@ from flower.testing.strict import request_problems
 
 __all__ = ["MAIN", "Request", "ScriptedAPI", "cli_env"]  # MAIN and Request re-exported from .request
 
-_BREAKPOINT = re.compile(r', "cache_control": \{[^{}]*\}|"cache_control": \{[^{}]*\}, ')
-"""A `cache_control` member as `json.dumps` writes it (first, middle or last key of its block)."""
+_LOOKBACK = 20
+"""Blocks before a breakpoint the API looks back for an earlier cache entry."""
+_WRITTEN = 256
+"""Prefix hashes remembered (the newest): enough for the last few dozen requests of a conversation."""
 AGENT_HEADER = "x-claude-code-agent-id"
 Handler = Callable[["Request"], "Step | None"]
 
@@ -85,7 +89,8 @@ class ScriptedAPI:
         self.handler = handler
         self.cache = cache
         self.check_tools = check_tools
-        self._prefixes: list[tuple[str, tuple[int, ...]]] = []
+        self._written: OrderedDict[bytes, int] = OrderedDict()
+        """Prefix hash -> its length in chars, for every breakpoint of recent requests."""
         self._usages: dict[int, dict[str, int]] = {}
         self._lock = threading.RLock()
         self._state = _State()
@@ -289,25 +294,28 @@ class ScriptedAPI:
         return None
 
     def _cached_chars(self, request: Request) -> int:
-        """Prompt-cache simulation, as the API caches. Each request writes the cache at its `cache_control`
-        breakpoints; a later request reads the longest prefix (tools, then system, then messages: the API's
-        cache order) that one of the last 32 requests wrote at one of its breakpoints and that this request
-        shares up to one of its own. The breakpoints are not part of the content: the CLI moves its last one
-        to the newest message each turn, and the API still reads the previous turn's prefix. Below 4,096
-        chars (the API's minimum cacheable prompt, about 1,024 tokens) nothing is read; a request without
-        breakpoints reads nothing. (The API's 20-block lookback from a breakpoint is not modelled.)"""
+        """Prompt-cache simulation, as the API caches: by prefix hashes at block boundaries (each tool, each
+        system block, each content block of each message, in that order). A request writes the cache at its
+        `cache_control` breakpoints; it reads the longest prefix written earlier that ends at one of its own
+        breakpoints or up to 20 blocks before one (the API's lookback). The breakpoints are not content: the
+        CLI moves its last one to the newest message each turn and still reads the previous turn's prefix.
+        Below 4,096 chars (the API's minimum cacheable prompt, about 1,024 tokens) nothing is read. Hashing
+        keeps the cost linear in the request, so a long run's turns do not slow down in the fake."""
         if not self.cache:
             return 0
-        body = request.body
-        text, marks = _content_and_breakpoints(json.dumps([body.get("tools"), body.get("system"),
-                                                           body.get("messages")]))
+        hashes, ends, marks = _prefix_hashes(request.body)
         with self._lock:
             read = 0
-            if marks:
-                for earlier, written in self._prefixes:
-                    shared = min(_common_prefix(text, earlier), marks[-1])
-                    read = max(read, max((p for p in written if p <= shared), default=0))
-            self._prefixes = [*self._prefixes[-31:], (text, marks)]
+            for mark in marks:
+                for k in range(mark, max(-1, mark - _LOOKBACK - 1), -1):
+                    if self._written.get(hashes[k]) == ends[k]:
+                        read = max(read, ends[k])
+                        break
+            for mark in marks:
+                self._written[hashes[mark]] = ends[mark]
+                self._written.move_to_end(hashes[mark])
+            while len(self._written) > _WRITTEN:
+                self._written.popitem(last=False)
         return read if read >= 4096 else 0
 
     def _thread_for(self, request: Request) -> _Thread | None:
@@ -344,30 +352,31 @@ def _steps(steps: Iterable[Step], where: str) -> list[Step]:
     return checked
 
 
-def _content_and_breakpoints(dumped: str) -> tuple[str, tuple[int, ...]]:
-    """`dumped` without its `cache_control` members, and where each one stood in the result."""
-    parts: list[str] = []
+def _prefix_hashes(body: Mapping[str, Any]) -> tuple[list[bytes], list[int], list[int]]:
+    """Per cacheable block, in the API's order: the hash of the prefix ending with it, the prefix's length in
+    chars, and the indexes of the blocks that carry a `cache_control` breakpoint (the mark itself is left
+    out of the content)."""
+    units: list[tuple[str, Any]] = [("tool", tool) for tool in body.get("tools") or []]
+    system = body.get("system")
+    units += [("system", block) for block in (system if isinstance(system, list) else [system] if system else [])]
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, Mapping) else message
+        role = message.get("role") if isinstance(message, Mapping) else "?"
+        units += [(str(role), block) for block in (content if isinstance(content, list) else [content])]
+    hashes: list[bytes] = []
+    ends: list[int] = []
     marks: list[int] = []
-    kept = end = 0
-    for match in _BREAKPOINT.finditer(dumped):
-        parts.append(dumped[end:match.start()])
-        kept += match.start() - end
-        marks.append(kept)
-        end = match.end()
-    parts.append(dumped[end:])
-    return "".join(parts), tuple(marks)
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix of two strings, by binary search over C-speed slice comparisons."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    digest, length = b"", 0
+    for index, (role, block) in enumerate(units):
+        if isinstance(block, Mapping) and "cache_control" in block:
+            marks.append(index)
+            block = {k: v for k, v in block.items() if k != "cache_control"}
+        data = f"{role}:{json.dumps(block, ensure_ascii=False)}".encode("utf-8", "surrogatepass")
+        digest = hashlib.blake2b(digest + data, digest_size=16).digest()
+        length += len(data)
+        hashes.append(digest)
+        ends.append(length)
+    return hashes, ends, marks
 
 
 def cli_env(base_url: str, home: str | Path, **extra: str) -> dict[str, str]:

@@ -265,3 +265,25 @@ def test_prompt_cache_reads_the_previous_turn_when_the_breakpoint_moves() -> Non
     assert second["usage"]["cache_creation_input_tokens"] >= 12_000 // 4 - 10  # turns 1 and 2 are new
     # a different first message shares only the system prompt, up to its breakpoint
     assert 8_000 // 4 <= moved["usage"]["cache_read_input_tokens"] < 9_000 // 4
+
+
+def test_prompt_cache_looks_back_at_most_20_blocks_from_a_breakpoint() -> None:
+    """As the API: a prefix written more than 20 blocks before the request's breakpoint is not found (only
+    the system prompt's own breakpoint still reads)."""
+    mark = {"type": "ephemeral"}
+    system = [{"type": "text", "text": "S" * 8_000, "cache_control": mark}]
+    first = {"role": "user", "content": [{"type": "text", "text": "f" * 8_000, "cache_control": mark}]}
+
+    def later(blocks: int) -> dict[str, Any]:
+        content: list[dict[str, Any]] = [{"type": "text", "text": f"{blocks}.{n} " + "z" * 100} for n in range(blocks)]
+        content[-1]["cache_control"] = mark
+        return {"role": "assistant", "content": content}
+
+    unmarked = {"role": "user", "content": [{"type": "text", "text": "f" * 8_000}]}
+    with ScriptedAPI([text("a"), text("b"), text("c"), text("d")]) as api:
+        post(api, {"system": system, "messages": [first]})
+        near = json.loads(post(api, {"system": system, "messages": [unmarked, later(20)]})[1])["usage"]
+        post(api, {"system": system, "messages": [first]})
+        far = json.loads(post(api, {"system": system, "messages": [unmarked, later(21)]})[1])["usage"]
+    assert near["cache_read_input_tokens"] >= 16_000 // 4  # system + the first message, 20 blocks back
+    assert 8_000 // 4 <= far["cache_read_input_tokens"] < 9_000 // 4  # 21 back: the system prompt only
