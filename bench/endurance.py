@@ -6,7 +6,11 @@ the same plan, with a 200k-token window as for real models:
 (a) plain SDK: one agent does everything on its main thread, the CLI's auto-compact ON
     (`CLAUDE_CODE_AUTO_COMPACT_WINDOW`); the fake answers each compaction request with a summary of
     about 3k tokens;
-(b) flower: `Runtime` + `coordinator()` with one worker type, every layer on, generations at the window.
+(b) flower: `Runtime` + `coordinator()` with one worker type, every layer on (refreshes included: the live
+    session is resumed through the rewriting store when its stale results pay for the cache they break),
+    generations at the window (75% of it);
+(c) the same flower run with a cost-driven handoff threshold (`--at`, 40k tokens): a handoff whenever the
+    main context reaches it, whatever the window (`HandoffPolicy(headroom=window - at)`).
 
 The plan (deterministic, `plan()`): `turns` units. Nine in ten are glances: a Read of a small note (300 to
 1,500 chars) that both variants make on their main thread. One in ten is a work unit: three generator
@@ -15,7 +19,8 @@ on its main thread; flower's coordinator dispatches a worker that runs them and 
 So flower's main thread makes `turns` turns and the plain one `turns` + 2 per work unit.
 
 Measured, side by side: main-thread input tokens summed over the run (input + cache read + cache
-creation, as the fake reported them: the cost driver) and their ratio; the cache-read share; peak and
+creation, as the fake reported them: the cost driver) and their ratio; the same priced as the API prices
+them (cache read 0.1x, cache write 1.25x the input price); the cache-read share; peak and
 median main context; compactions vs handoffs; seconds per main turn in the first vs the last 10% of
 turns; the RSS of the flower process (a child of the bench, so the fake is not counted) in the first vs the last 10%; store bytes per
 turn by quarter; the chars kept off the main thread (spilled, and worker outputs that never reached it).
@@ -53,6 +58,10 @@ from flower.core.runtime import Runtime
 from flower.testing import Request, ScriptedAPI, Step, collect, text, tool_use
 
 BENCH = "endurance"
+PRICE_READ, PRICE_WRITE = 0.1, 1.25
+"""The API's prices of a cache read and a cache write (5-minute), as multiples of the input price."""
+AT = 40_000
+"""The cost-driven handoff threshold of variant (c), in tokens."""
 COMPACT_MARKER = "Your task is to create a detailed summary of the conversation"
 HANDOFF_MARKER = texts.HANDOFF_REQUEST.splitlines()[0]
 PROMPT = "Work through the backlog in notes/: glance at each note, run the generators for each work item."
@@ -125,6 +134,7 @@ class Tape:
     """Resident bytes of the flower process (the runtime and its hooks; the CLI and the fake apart)."""
     compactions: int = 0
     handoffs: int = 0
+    refreshes: int = 0
     restarts: int = 0
     resumed: list[bool] = field(default_factory=list)
     """Per restart: whether its first main request continued the recorded session (more than the prompt)."""
@@ -189,6 +199,8 @@ class Driver:
                 return text(HANDOFF_DOC)
             if request.is_subagent:
                 return self._worker(request)
+            if texts.REFRESH_CONTINUE in last:
+                self.tape.refreshes += 1
             if self._after_kill:  # the first main request of the restarted process: a resume, or a fresh start?
                 self._after_kill = False
                 self.tape.resumed.append(len(request.messages) > 2)
@@ -235,6 +247,8 @@ def _store_bytes(run_dir: Path) -> int:
 class Measured:
     main_tokens: list[int]
     cache_read: int
+    priced: float
+    """Main-thread input in input-token equivalents at the API's prices: input 1x, cache read 0.1x, write 1.25x."""
     tape: Tape
     planned: int
     spilled: int = 0
@@ -242,7 +256,7 @@ class Measured:
 
 
 def _measure(api: ScriptedAPI, driver: Driver) -> Measured:
-    totals, read = [], 0
+    totals, read, priced = [], 0, 0.0
     for request in api.main_requests:
         usage = api.usage(request)
         if usage is None or COMPACT_MARKER in request.last_user_text():
@@ -250,7 +264,9 @@ def _measure(api: ScriptedAPI, driver: Driver) -> Measured:
         totals.append(usage["input_tokens"] + usage["cache_read_input_tokens"]
                       + usage["cache_creation_input_tokens"])
         read += usage["cache_read_input_tokens"]
-    return Measured(totals, read, driver.tape, driver.planned)
+        priced += (usage["input_tokens"] + PRICE_READ * usage["cache_read_input_tokens"]
+                   + PRICE_WRITE * usage["cache_creation_input_tokens"])
+    return Measured(totals, read, priced, driver.tape, driver.planned)
 
 
 async def run_plain(root: Path, units: Sequence[Unit], window: int) -> Measured:
@@ -267,16 +283,19 @@ async def run_plain(root: Path, units: Sequence[Unit], window: int) -> Measured:
     return _measure(api, driver)
 
 
-def flower_child(ws: Path, run_dir: Path, base_url: str, home: Path, window: int, durable: bool = False) -> None:
+def flower_child(ws: Path, run_dir: Path, base_url: str, home: Path, window: int, durable: bool = False,
+                 at: int | None = None) -> None:
     """The flower side, in a process of its own so that its RSS is flower's, not the fake's. `durable`: the
-    same step as a one-step durable workflow, which a restarted process continues."""
+    same step as a one-step durable workflow, which a restarted process continues; `at`: hand off whenever
+    the main context reaches that many tokens."""
     from flower.testing.server import cli_env
 
     runner = worker("Runs the generators of one work item and reports.", "You run commands.",
                     tools=["Bash", "Read"])
     lead = coordinator("lead", "Goal: work through the backlog.", {"runner": runner})
     runtime = Runtime(ws, run_dir=run_dir, env=cli_env(base_url, home), run_id="endurance",
-                      handoff=HandoffPolicy(window=window, max_generations=1_000))
+                      handoff=HandoffPolicy(window=window, headroom=None if at is None else window - at,
+                                            max_generations=1_000))
     if durable:
         from flower.flow.step import Step
         from flower.flow.workflow import Workflow
@@ -290,16 +309,19 @@ def flower_child(ws: Path, run_dir: Path, base_url: str, home: Path, window: int
         raise SystemExit(f"the flower run failed: {result.error}")
 
 
-async def run_flower(root: Path, units: Sequence[Unit], window: int, kill_every: int | None = None) -> Measured:
+async def run_flower(root: Path, units: Sequence[Unit], window: int, kill_every: int | None = None,
+                     at: int | None = None) -> Measured:
     """flower's run; with `kill_every`, a durable workflow whose process is SIGKILLed (with the CLI it
-    started) every `kill_every` main turns and started again with the same command."""
-    label = "flower" if kill_every is None else "durable"
+    started) every `kill_every` main turns and started again with the same command; with `at`, handoffs
+    at that many tokens of main context."""
+    label = "durable" if kill_every else f"at-{at}" if at else "flower"
     ws = make_workspace(root / label)
     run_dir = root / label / "runs"
     driver = Driver(units, flower=True, store=run_dir, kill_every=kill_every)
     with ScriptedAPI(handler=driver) as api:
         args = [sys.executable, "-m", "bench.endurance", "--child", str(ws), str(run_dir), api.base_url,
-                str(root / label / "home"), str(window)] + (["--durable"] if kill_every else [])
+                str(root / label / "home"), str(window)] + (["--durable"] if kill_every else []) + (
+                    [f"--at={at}"] if at else [])
         while True:
             process = await anyio.open_process(args, cwd=Path(__file__).resolve().parents[1],
                                                start_new_session=True)
@@ -354,7 +376,9 @@ def rows(a: Measured, b: Measured, turns: int, window: int) -> list[dict[str, An
             f"{len(a.main_tokens):,} main requests; {a.tape.compactions} compactions; {label}"),
         row(BENCH, "flower: main input tokens, summed", sum_b, "tokens", ratio,
             f"vs plain; goal <= 0.20x: {_met(ratio <= 0.20)}; {len(b.main_tokens):,} main requests; "
-            f"{b.tape.handoffs} handoffs"),
+            f"{b.tape.handoffs} handoffs, {b.tape.refreshes} refreshes"),
+        row(BENCH, "flower: main input priced as the API prices it", b.priced, "input-token eq.", b.priced / a.priced,
+            f"vs plain {a.priced:,.0f}; cache read 0.1x, cache write 1.25x the input price"),
         row(BENCH, "main context, peak", max(b.main_tokens), "tokens", max(b.main_tokens) / max(a.main_tokens),
             f"flower vs plain {max(a.main_tokens):,}"),
         row(BENCH, "main context, median", statistics.median(b.main_tokens), "tokens",
@@ -380,13 +404,30 @@ def run(tiny: bool = False, long: bool = False) -> list[dict[str, Any]]:
 
     every = 20 if tiny else 250
 
-    async def three() -> tuple[Measured, Measured, Measured]:
+    at = window // 4 if tiny else AT
+
+    async def four() -> tuple[Measured, Measured, Measured, Measured]:
         with tempfile.TemporaryDirectory(prefix="flower-bench-endurance-") as tmp:
             return (await run_plain(Path(tmp), units, window), await run_flower(Path(tmp), units, window),
-                    await run_flower(Path(tmp), units, window, kill_every=every))
+                    await run_flower(Path(tmp), units, window, kill_every=every),
+                    await run_flower(Path(tmp), units, window, at=at))
 
-    plain, ours, durable = anyio.run(three)
-    return rows(plain, ours, turns, window) + restart_rows(ours, durable, every)
+    plain, ours, durable, early = anyio.run(four)
+    return rows(plain, ours, turns, window) + at_rows(plain, early, at) + restart_rows(ours, durable, every)
+
+
+def at_rows(plain: Measured, early: Measured, at: int) -> list[dict[str, Any]]:
+    """Variant (c): the same flower run with handoffs whenever the main context reaches `at` tokens."""
+    summed, base = sum(early.main_tokens), sum(plain.main_tokens)
+    tape = early.tape
+    return [
+        row(BENCH, f"flower, handoff at {at // 1000}k: main input, summed", summed, "tokens", summed / base,
+            f"vs plain; goal <= 0.20x: {_met(summed <= 0.20 * base)}; {tape.handoffs} handoffs (plain: "
+            f"{plain.tape.compactions} compactions), {tape.refreshes} refreshes; median context "
+            f"{statistics.median(early.main_tokens):,.0f}"),
+        row(BENCH, f"flower, handoff at {at // 1000}k: main input priced", early.priced, "input-token eq.",
+            early.priced / plain.priced, "vs plain, at the API's cache prices"),
+    ]
 
 
 def restart_rows(ours: Measured, durable: Measured, every: int) -> list[dict[str, Any]]:
@@ -406,7 +447,8 @@ def restart_rows(ours: Measured, durable: Measured, every: int) -> list[dict[str
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
         ws, run_dir, url, home, size = sys.argv[2:7]
-        flower_child(Path(ws), Path(run_dir), url, Path(home), int(size), durable="--durable" in sys.argv)
+        at = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--at=")), None)
+        flower_child(Path(ws), Path(run_dir), url, Path(home), int(size), durable="--durable" in sys.argv, at=at)
         raise SystemExit(0)
     for r in run(tiny="--tiny" in sys.argv, long="--long" in sys.argv):
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"

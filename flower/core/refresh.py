@@ -36,7 +36,7 @@ CHARS_PER_TOKEN = 4
 class RefreshPolicy:
     """When a live main-thread session is resumed to drop its stale results."""
 
-    min_tokens: int = 20_000
+    min_tokens: int = 10_000
     """Never refresh for less than this many tokens dropped."""
     share: float = 0.3
     """Nor for less than this share of the live context."""
