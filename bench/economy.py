@@ -19,6 +19,10 @@ layers control: the fixed system prompt and tool definitions, about 39,000 chara
 plus its hand-back), outputs spilled, and characters sent over all threads. The counts do not depend on
 timing, so each variant runs once. Both runs must leave a passing suite and use their whole script
 (`ScriptedAPI` raises otherwise), and the flower run must have spilled the test logs; else the bench fails.
+
+The fixed part itself (issue #19): a coordinator's first request split into its tool definitions, system
+prompt parts and first messages, measured twice in the same run, `lean=False` against the default lean
+spec (`bench/_fixed.py`), in the "coordinator first request" rows.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 import anyio
 from claude_agent_sdk import ClaudeAgentOptions
 
+from bench._fixed import FirstRequest, first_request, listing
 from bench._repo import make_repo, run_suite
 from bench._table import row
 from bench._task import PROMPT, flower_script, flower_spec, plain_script
@@ -152,6 +157,20 @@ def _series(values: Sequence[int]) -> str:
     return " ".join(f"{_tokens(v) / 1000:.1f}k" for v in values)
 
 
+def fixed_rows(before: FirstRequest, after: FirstRequest) -> list[dict[str, Any]]:
+    """The coordinator's first request part by part, `lean=False` (before) against the default (after)."""
+    out = []
+    for part, name in (("tools", "tool definitions"), ("system", "system prompt"),
+                       ("messages", "first user + environment messages")):
+        was, now = before.total(part), after.total(part)
+        out.append(row(BENCH, f"coordinator first request: {name}", now, "chars", now / was,
+                       f"lean=False {was:,}: {listing(getattr(before, part))} | lean: "
+                       f"{listing(getattr(after, part), getattr(before, part))}"))
+    out.append(row(BENCH, "coordinator first request: whole body", after.body, "chars", after.body / before.body,
+                   f"lean=False {before.body:,} (bench/_fixed.py: a lead with one Bash+Read worker, one step)"))
+    return out
+
+
 def rows(a: Measured, b: Measured, tiny: bool) -> list[dict[str, Any]]:
     growth_a, growth_b = a.main[-1] - a.main[0], b.main[-1] - b.main[0]
     slope = _tokens(sum(b.dispatch_growth) / len(b.dispatch_growth)) if b.dispatch_growth else float("nan")
@@ -191,12 +210,14 @@ def rows(a: Measured, b: Measured, tiny: bool) -> list[dict[str, Any]]:
 
 
 def run(tiny: bool = False) -> list[dict[str, Any]]:
-    async def both() -> tuple[Measured, Measured]:
+    async def both() -> tuple[Measured, Measured, FirstRequest, FirstRequest]:
         with tempfile.TemporaryDirectory(prefix="flower-bench-economy-") as tmp:
-            return await run_plain(Path(tmp), tiny), await run_flower(Path(tmp), tiny)
+            root = Path(tmp)
+            return (await run_plain(root, tiny), await run_flower(root, tiny),
+                    await first_request(root / "fixed", lean=False), await first_request(root / "fixed", lean=True))
 
-    plain, ours = anyio.run(both)
-    return rows(plain, ours, tiny)
+    plain, ours, before, after = anyio.run(both)
+    return rows(plain, ours, tiny) + fixed_rows(before, after)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,11 @@ Invariants:
   Nothing anyone asked for is removed, and an agent that inherits every tool (`tools=None`) keeps them
   all. This is not a wall (S-5: walls are hooks): it only stops paying for tools nobody can use.
   A lean delegating spec also drops the CLI's built-in agent types (`BUILTIN_AGENTS`) it does not name,
-  so the coordinator's listing shows its own workers only and it cannot dispatch around their rules.
+  so the coordinator's listing shows its own workers only and it cannot dispatch around their rules, and
+  the core tools its main thread does not use and no agent names (`COORDINATOR_UNUSED`: the hands-on
+  Write/Edit/NotebookEdit, walled there anyway, and the CLI's deferred tools; with none deferred the
+  CLI also drops ToolSearch), and turns off the CLI's auto memory, whose prompt section tells the main
+  thread to Write files it may not write. Measured in `python -m bench --only economy`.
 """
 
 from __future__ import annotations
@@ -28,17 +32,28 @@ from flower.core.guard import merge_hooks, spec_guards
 from flower.core.spec import AgentSpec
 from flower.errors import ConfigError
 
-__all__ = ["BUILTIN_AGENTS", "OPTIONAL_BUILTINS", "build_options", "unused_builtins"]
+__all__ = ["BUILTIN_AGENTS", "COORDINATOR_UNUSED", "OPTIONAL_BUILTINS", "build_options", "lean_env", "unused_builtins"]
 
 OPTIONAL_BUILTINS = ("Workflow", "ScheduleWakeup", "ReportFindings", "ListAgents", "Skill")
 """Built-in tools of the bundled CLI that a flower spec never needs unless it names them."""
 BUILTIN_AGENTS = ("claude", "Explore", "general-purpose", "Plan", "statusline-setup")
 """The bundled CLI's own agent types, listed to the main thread unless denied as `Agent(<type>)`."""
+COORDINATOR_UNUSED = (
+    "Write", "Edit", "NotebookEdit",  # hands-on: walled on a delegating main thread anyway
+    # the CLI's deferred tools (named in every request, loaded through ToolSearch): scheduling, worktree
+    # switching, script monitors, agent messaging and the task list (TodoWrite's successor)
+    "CronCreate", "CronDelete", "CronList", "EnterWorktree", "ExitWorktree", "Monitor", "SendMessage",
+    "TaskCreate", "TaskGet", "TaskList", "TaskStop", "TaskUpdate", "WebFetch", "WebSearch",
+)
+"""Core tools of the bundled CLI that a coordinator's main thread does not use: a lean delegating spec
+leaves out those no agent names. Left out, the rest of the deferred set goes too: with nothing deferred,
+the CLI drops ToolSearch and its placeholder (an MCP server's tools are deferred, so it keeps them)."""
 
 
 def unused_builtins(spec: AgentSpec) -> list[str]:
     """The optional built-in tools nobody in `spec` names (none when an agent inherits every tool), and for a
-    delegating spec the built-in agent types it does not name, as `Agent(<type>)` rules."""
+    delegating spec the `COORDINATOR_UNUSED` tools nobody names and the built-in agent types it does not
+    name, as `Agent(<type>)` rules."""
     if not spec.lean:
         return []
     needed = set(spec.allowed_tools) | set(spec.tools or ())
@@ -50,8 +65,17 @@ def unused_builtins(spec: AgentSpec) -> list[str]:
             needed.add("Skill")
     unused = [tool for tool in OPTIONAL_BUILTINS if tool not in needed]
     if spec.delegate_only:
+        unused += [tool for tool in COORDINATOR_UNUSED if tool not in needed]
         unused += [f"Agent({kind})" for kind in BUILTIN_AGENTS if kind not in (spec.agents or {})]
     return unused
+
+
+def lean_env(spec: AgentSpec) -> dict[str, str]:
+    """The CLI switches a lean spec sets (its own `env` overrides them): a delegating main thread gets no
+    auto-memory section (about 2,100 chars), since its memory would be written with the walled Write."""
+    if spec.lean and spec.delegate_only:
+        return {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
+    return {}
 
 
 def _system_prompt(spec: AgentSpec, prelude: str) -> dict[str, str]:
@@ -87,7 +111,7 @@ def build_options(
         allowed_tools=list(spec.allowed_tools),
         setting_sources=[] if portable else ["user", "project", "local"],
         hooks=merge_hooks(spec_guards(spec, artifacts=artifacts), hooks, spec.hooks) or None,  # type: ignore[arg-type]
-        env={**spec.env, **(spec.compact.env() if spec.compact else {}), **(env or {})},
+        env={**lean_env(spec), **spec.env, **(spec.compact.env() if spec.compact else {}), **(env or {})},
         mcp_servers=dict(spec.mcp_servers),
         add_dirs=[str(d) for d in add_dirs],
         disallowed_tools=unused_builtins(spec),

@@ -125,7 +125,9 @@ class AgentSpec:
     leads: tuple[str, ...] = ()
     """Agent types walled like the main thread: sub-leads that dispatch further subagents (L-1)."""
     lean: bool = True
-    """Leave out the CLI's optional built-in tools that neither this spec nor its agents names."""
+    """Leave out the CLI's optional built-in tools that neither this spec nor its agents names; a delegating
+    spec also the core tools its main thread does not use and no agent names, the CLI's agent types it does
+    not name, and the auto-memory prompt section (`flower.core.agent.unused_builtins`, `lean_env`). Not a wall."""
     glance_tools: tuple[str, ...] = ()
     """MCP tools (full names, mcp__server__tool) that only read: allowed on a walled main thread; every other MCP tool is denied there (S-8)."""
 

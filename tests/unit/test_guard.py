@@ -161,11 +161,12 @@ async def test_unattended_approval_covers_subagents_only() -> None:
 
 def test_lean_specs_leave_out_optional_builtins_nobody_names() -> None:
     """Not a wall (S-5): only tools that neither the spec nor any agent names are left out."""
-    from flower.core.agent import BUILTIN_AGENTS, OPTIONAL_BUILTINS, unused_builtins
+    from flower.core.agent import BUILTIN_AGENTS, COORDINATOR_UNUSED, OPTIONAL_BUILTINS, unused_builtins
 
     lead = coordinator("lead", "goal", {"w": worker("works", "work", tools=["Read", "Write", "Bash"])})
     agents = [f"Agent({kind})" for kind in BUILTIN_AGENTS]
-    assert build_options(lead).disallowed_tools == list(OPTIONAL_BUILTINS) + agents
+    core = [tool for tool in COORDINATOR_UNUSED if tool != "Write"]
+    assert build_options(lead).disallowed_tools == list(OPTIONAL_BUILTINS) + core + agents
     named = coordinator("lead", "goal", {"Explore": worker("explores", "explore", tools=["Read"])})
     assert "Agent(Explore)" not in unused_builtins(named) and "Agent(Plan)" in unused_builtins(named)
     solo = AgentSpec(name="a", instructions="x", allowed_tools=["Read"])
