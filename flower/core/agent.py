@@ -41,9 +41,10 @@ BUILTIN_AGENTS = ("claude", "Explore", "general-purpose", "Plan", "statusline-se
 COORDINATOR_UNUSED = (
     "Write", "Edit", "NotebookEdit",  # hands-on: walled on a delegating main thread anyway
     # the CLI's deferred tools (named in every request, loaded through ToolSearch): scheduling, worktree
-    # switching, script monitors, agent messaging and the task list (TodoWrite's successor)
+    # switching, script monitors, agent messaging, stopping background tasks; the task list itself
+    # (TodoWrite's successor) is the coordinator's own (`roles.COORDINATOR_TOOLS`) and is never cut
     "CronCreate", "CronDelete", "CronList", "EnterWorktree", "ExitWorktree", "Monitor", "SendMessage",
-    "TaskCreate", "TaskGet", "TaskList", "TaskStop", "TaskUpdate", "WebFetch", "WebSearch",
+    "TaskStop", "WebFetch", "WebSearch",
 )
 """Core tools of the bundled CLI that a coordinator's main thread does not use: a lean delegating spec
 leaves out those no agent names. Left out, the rest of the deferred set goes too: with nothing deferred,

@@ -45,7 +45,9 @@ __all__ = [
     "whitelist_guard",
 ]
 
-HANDS_ON = ("Bash", "Write", "Edit", "NotebookEdit")
+HANDS_ON = ("Bash", "Write", "Edit", "NotebookEdit", "Monitor", "PowerShell")
+"""Tools that change the world or run a command: Monitor runs a shell command as a background watcher and
+PowerShell is the CLI's other shell, so either would walk around the Bash wall (only Bash has glances)."""
 GLANCE_TIMEOUT_MS = 120_000
 """The longest a glance may run (the Bash tool's default timeout); a longer `timeout` is lowered to it."""
 Hooks = dict[str, list[HookMatcher]]
@@ -73,7 +75,7 @@ def delegate_guard(
     artifacts: str | Path | None = None,
     leads: Collection[str] = (),
 ) -> HookMatcher:
-    """Deny Bash/Write/Edit/NotebookEdit on the main thread (and in `leads`), pointing to a subagent.
+    """Deny the `HANDS_ON` tools on the main thread (and in `leads`), pointing to a subagent.
 
     With `allow_glance`, a Bash command that `is_ephemeral` passes runs. `artifacts` names the real
     artifacts folder in the denial reason when a workbench is known.

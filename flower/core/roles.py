@@ -28,7 +28,10 @@ from flower.core.dispatch import mark_isolated
 
 __all__ = ["COORDINATOR_TOOLS", "WEB_TOOLS", "WORKER_TOOLS", "ToolChannel", "coordinator", "worker"]
 
-COORDINATOR_TOOLS = ("Agent", "TodoWrite", "Read")
+COORDINATOR_TOOLS = ("Agent", "TodoWrite", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "Read")
+"""The seed's coordinator tools (Agent, TodoWrite, Read; the glance Bash is added apart). The bundled CLI
+offers the task list (TaskCreate/Get/List/Update) in place of TodoWrite, so both spellings are named:
+a coordinator keeps its plan whichever one the CLI has."""
 WEB_TOOLS = ("WebFetch", "WebSearch")
 WORKER_TOOLS = ("Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "WebSearch")
 

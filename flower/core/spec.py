@@ -37,7 +37,7 @@ CLI_TOOLS = frozenset({
     "EnterWorktree", "ExitWorktree", "ListAgents", "ReportFindings", "ScheduleWakeup", "Skill", "Workflow",
     # named by the same binary, offered in other modes or versions
     "AskUserQuestion", "ExitPlanMode", "EnterPlanMode", "MultiEdit", "LS", "BashOutput", "KillShell",
-    "NotebookRead", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TaskOutput", "LSP",
+    "NotebookRead", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TaskOutput", "LSP", "PowerShell",
 })
 """Tool names the bundled CLI knows; a name outside it is a typo, not a tool the session silently lacks."""
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from flower.core.guard import HANDS_ON
 from flower.core.spec import AgentSpec
 from flower.errors import FlowError
 
@@ -33,7 +34,8 @@ __all__ = ["OnFail", "Parallel", "Step", "StepAbort", "parallel"]
 
 OnFail = Literal["stop", "skip", "continue"]
 ON_FAIL: tuple[str, ...] = ("stop", "skip", "continue")
-WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
+WRITE_TOOLS = frozenset({*HANDS_ON, "MultiEdit"})
+"""Tools that may change files: the walls' hands-on list (which runs commands too) and the older MultiEdit."""
 
 
 class StepAbort(Exception):
@@ -87,8 +89,14 @@ class Step:
 
     @property
     def writes(self) -> bool:
-        """The agent may change files (so a parallel copy of it gets its own workspace)."""
-        return bool(WRITE_TOOLS & set(self.spec.allowed_tools))
+        """The agent or any of its subagents may change files (so a parallel copy of it gets its own
+        workspace): a writing tool allowed, or an agent that inherits every tool."""
+        tools = set(self.spec.allowed_tools) | set(self.spec.tools or ())
+        for agent in (self.spec.agents or {}).values():
+            if agent.tools is None:
+                return True
+            tools.update(agent.tools)
+        return bool(WRITE_TOOLS & tools)
 
     def items(self, ctx: Any) -> list[Any]:
         values = self.over(ctx) if callable(self.over) else self.over

@@ -106,3 +106,20 @@ def test_a_parallel_writer_gets_a_git_worktree_in_a_repository_else_a_copy(tmp_p
     assert isolated_workspace(repo, runs, "run-1", "fix[0]") == tree  # the same path on a re-run
     copy = isolated_workspace(plain, runs, "run-1", "fix[1]")
     assert (copy / "a.txt").read_text() == "committed\n" and not (copy / ".flower").exists()
+
+
+def test_a_step_writes_when_any_agent_in_its_tree_can() -> None:
+    """A parallel step gets its own workspace when anything in it may change files: a coordinator without
+    glance allows no hands-on tool itself, but its workers do; Monitor and PowerShell run commands."""
+    from flower.core.roles import coordinator, worker
+
+    reader = worker("reads", "You read.", tools=["Read", "Grep"])
+    assert not Step("r", coordinator("lead", "g", {"r": reader}, glance=False), "x").writes
+    assert Step("w", coordinator("lead", "g", {"w": worker("edits", "You edit.", tools=["Edit"])}, glance=False),
+                "x").writes
+    everything = coordinator("lead", "g", {"r": reader}, glance=False)
+    assert everything.agents is not None
+    everything.agents["r"].tools = None  # inherits every tool, Write included
+    assert Step("e", everything, "x").writes
+    for tool in ("Monitor", "PowerShell"):
+        assert Step(tool, AgentSpec(name="a", instructions="i", allowed_tools=[tool]), "x").writes

@@ -37,10 +37,13 @@ def denial(result: dict[str, Any]) -> str | None:
 
 async def test_delegate_guard_denies_hands_on_tools_on_main_and_names_artifacts() -> None:
     guard = delegate_guard(allow_glance=True, artifacts="/ws/.flower/artifacts")
-    assert guard.matcher == "Bash|Write|Edit|NotebookEdit"
+    assert guard.matcher == "Bash|Write|Edit|NotebookEdit|Monitor|PowerShell"
     for data in (main_call("Write", file_path="/ws/a.py", content="x"),
                  main_call("Edit", file_path="/ws/a.py", old_string="a", new_string="b"),
-                 main_call("NotebookEdit", notebook_path="/ws/n.ipynb", new_source="x")):
+                 main_call("NotebookEdit", notebook_path="/ws/n.ipynb", new_source="x"),
+                 # the other ways to run a command: a background watcher and the CLI's other shell
+                 main_call("Monitor", command="until [ -f x ]; do sleep 2; done; rm -rf /ws", description="w"),
+                 main_call("PowerShell", command="Remove-Item -Recurse /ws")):
         reason = denial(await decide(guard, data))
         assert reason and "Agent tool" in reason and "/ws/.flower/artifacts" in reason
 
@@ -73,23 +76,24 @@ async def test_leads_are_walled_like_the_main_thread() -> None:
 
 async def test_whitelist_guard_makes_allowed_tools_exclusive_on_main_only() -> None:
     guard = whitelist_guard(["Read", "Bash"], name="judge")
-    assert guard is not None and guard.matcher == "Write|Edit|NotebookEdit"
+    assert guard is not None and guard.matcher == "Write|Edit|NotebookEdit|Monitor|PowerShell"
     reason = denial(await decide(guard, main_call("Write", file_path="/a", content="")))
     assert reason and "judge" in reason and "Write" in reason
     assert await decide(guard, sub_call("Write", file_path="/a", content="")) == {}
-    assert whitelist_guard(["Bash", "Write", "Edit", "NotebookEdit"]) is None
+    assert whitelist_guard(["Bash", "Write", "Edit", "NotebookEdit", "Monitor", "PowerShell"]) is None
 
 
 def test_spec_guards_follow_the_spec_not_the_workbench() -> None:
     """B-1: a delegate-only spec is walled whatever the runtime's workbench setting."""
     lead = coordinator("lead", "goal", {"w": worker("does work", "work")})
     matcher, mcp = spec_guards(lead)["PreToolUse"]
-    assert matcher.matcher == "Bash|Write|Edit|NotebookEdit"
+    assert matcher.matcher == "Bash|Write|Edit|NotebookEdit|Monitor|PowerShell"
     assert mcp.matcher is None  # the MCP wall sees every tool and keys on the mcp__ prefix
     plain = AgentSpec(name="reader", instructions="read", allowed_tools=["Read"])
     (matcher,) = spec_guards(plain)["PreToolUse"]
-    assert matcher.matcher == "Bash|Write|Edit|NotebookEdit"
-    hands = AgentSpec(name="hands", instructions="x", allowed_tools=["Bash", "Write", "Edit", "NotebookEdit"])
+    assert matcher.matcher == "Bash|Write|Edit|NotebookEdit|Monitor|PowerShell"
+    hands = AgentSpec(name="hands", instructions="x", allowed_tools=["Bash", "Write", "Edit", "NotebookEdit", "Monitor",
+                                                                        "PowerShell"])
     assert spec_guards(hands) == {}
 
 
@@ -100,10 +104,12 @@ def test_merge_hooks_concatenates_in_order_and_drops_empties() -> None:
 
 
 def test_coordinator_tools_and_web_merge() -> None:
-    """S-2, S-6: Agent/TodoWrite/Read (+Bash for glance) and the workers' web tools, never Write/Edit."""
+    """S-2, S-6: Agent/TodoWrite (and the task list that replaces it)/Read (+Bash for glance) and the workers'
+    web tools, never Write/Edit."""
     web = worker("researches", "research", tools=["Read", "WebFetch", "Write", "Bash"])
     lead = coordinator("lead", "goal", {"web": web})
-    assert lead.allowed_tools == ["Agent", "TodoWrite", "Read", "Bash", "WebFetch"]
+    assert lead.allowed_tools == ["Agent", "TodoWrite", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "Read",
+                                  "Bash", "WebFetch"]
     assert lead.delegate_only and lead.glance and lead.agents == {"web": web}
     no_glance = coordinator("lead", "goal", {"web": web}, glance=False)
     assert "Bash" not in no_glance.allowed_tools
@@ -123,7 +129,7 @@ def test_build_options_appends_to_the_preset_and_is_portable() -> None:
     assert options.system_prompt["append"].startswith(texts.COORDINATOR_RULES)
     assert options.system_prompt["append"].endswith("Goal: ship it.\n\nPRELUDE-TEXT")
     assert options.setting_sources == [] and options.tools is None
-    assert options.hooks and options.hooks["PreToolUse"][0].matcher == "Bash|Write|Edit|NotebookEdit"
+    assert options.hooks and options.hooks["PreToolUse"][0].matcher == "Bash|Write|Edit|NotebookEdit|Monitor|PowerShell"
 
 
 def test_build_options_refuses_fork_or_resume_at_without_resume() -> None:

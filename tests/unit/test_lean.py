@@ -33,7 +33,14 @@ def test_a_tool_any_worker_names_stays_for_the_whole_session() -> None:
 def test_a_workers_default_tools_keep_the_hands_on_and_web_tools() -> None:
     cut = unused_builtins(_lead(None))  # worker() without tools= gets WORKER_TOOLS
     assert {"Write", "Edit", "WebFetch", "WebSearch"}.isdisjoint(cut)
-    assert {"NotebookEdit", "SendMessage", "TaskCreate"} <= set(cut)
+    assert {"NotebookEdit", "SendMessage", "TaskStop"} <= set(cut)
+
+
+def test_the_coordinators_task_list_is_never_cut() -> None:
+    """The seed gives the coordinator TodoWrite; the bundled CLI offers the task list in its place."""
+    cut = unused_builtins(_lead(["Read"]))
+    assert {"TodoWrite", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate"}.isdisjoint(cut)
+    assert {"TaskCreate", "TaskUpdate"} <= set(_lead(["Read"]).allowed_tools)
 
 
 def test_an_agent_that_inherits_every_tool_keeps_everything() -> None:
