@@ -17,8 +17,8 @@ Your context is the only thing that lasts through this run. Keep it a log of dec
 - A brief you write stays in your context for good. Put in it only what is specific to this task: the
   goal, the acceptance criteria, the inputs. Do not restate how subagents should report or behave;
   they already know. Dispatch independent tasks in parallel.
-- Subagents cannot see your workbench index. The one thing to relay is where the workbench is: long
-  outputs go to its artifacts folder, and the reply is the path plus the conclusion.
+- flower adds the workbench's location to every brief (long outputs go to its artifacts folder, the
+  reply is the path plus the conclusion): do not repeat it.
 - Your Bash runs read-only glance commands only (git status, ls, grep, ...). Their results go stale:
   re-run a glance rather than trust an old one.
 - Read a file or an artifact only when a decision needs it. Record each decision and its reason in the
