@@ -307,13 +307,15 @@ class LiveView:
         self.say(f"~ retry{count}{f' ({kind})' if kind else ''}{wait}{where}: {event.text}", "yellow")
 
     def _on_system(self, event: Event) -> None:
-        """Endpoint down/back, the window of the model in use, a model other than the spec's."""
+        """Endpoint down/back, the window of the model in use, a model other than the spec's, a refresh."""
         subtype = event.payload.get("subtype")
         if subtype == "window" and isinstance(event.payload.get("threshold"), int):
             self.threshold = event.payload["threshold"]
         if subtype in ("endpoint_down", "endpoint_back", "endpoint_gone", "window", "model_mismatch",
                        "context_warning"):
             self.say(f"! {event.text}", "green" if subtype == "endpoint_back" else "yellow")
+        elif subtype == "refresh":
+            self.say(f"# {event.text}", "cyan")
 
     def _on_handoff(self, event: Event) -> None:
         generation, path = event.payload.get("generation"), event.payload.get("path")

@@ -462,6 +462,9 @@ def test_live_view_tracks_subagents_spills_cost_and_handoffs() -> None:
     view.update(Event("result", "", payload={"cost_usd": 0.1, "turns": 2}))
     view.update(Event("step", "s", payload={"phase": "end", "cost_usd": 0.3}))
     assert view.cost == pytest.approx(0.3) and view.turns == 2  # the step's own total wins
+    view.update(Event("system", "refresh: session resumed to drop about 12,000 stale tokens of 40,000",
+                      payload={"subtype": "refresh", "stale": 12_000, "context": 40_000}))
+    assert "# refresh: session resumed to drop about 12,000 stale tokens of 40,000" in sink.getvalue()
     view.update(Event("handoff", "doc", payload={"generation": 2, "path": "/n/handoff.md"}))
     assert view.context is None and "# handoff: generation 2 continues from /n/handoff.md" in sink.getvalue()
     view.update(Event("kind-from-the-future", "x"))  # type: ignore[arg-type]
