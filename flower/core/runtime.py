@@ -116,6 +116,9 @@ class _Attempt:
     """Our PostToolUse hook ended the turn for a refresh, which drops about this many stale tokens."""
     dropped: int = 0
     """Characters the resume that started this attempt already dropped (the store's rewrite report)."""
+    background: set[str] = field(default_factory=set)
+    """Main-thread Agent calls running in the background: a refresh waits for them (it ends the CLI process,
+    and them with it)."""
     handoff: str | None = None
     degraded: str | None = None
     """Why the handoff is the runtime's fallback, not the session's own document."""
@@ -545,6 +548,8 @@ class Runtime:
                 if meter.observe(msg.message_id, msg.usage) and generations:
                     self._watch(spec, meter, attempt, on_event)
                 seen_calls.update(b.id for b in msg.content if isinstance(b, ToolUseBlock))
+                attempt.background.update(b.id for b in msg.content if isinstance(b, ToolUseBlock)
+                                          and b.name in ("Agent", "Task") and b.input.get("run_in_background"))
             elif isinstance(msg, ResultMessage):
                 self._settle(attempt, msg)
             if isinstance(msg, UserMessage) and isinstance(msg.content, list):
@@ -552,8 +557,10 @@ class Runtime:
                     if isinstance(block, ToolResultBlock) and block.is_error and worker_cut_off(block.content):
                         self._worker_cut_off(attempt, on_event, block.tool_use_id, block.content,
                                              msg.parent_tool_use_id)
-            elif isinstance(msg, TaskNotificationMessage) and msg.status == "failed" and worker_cut_off(msg.summary):
-                self._worker_cut_off(attempt, on_event, msg.tool_use_id or msg.task_id, msg.summary, None)
+            elif isinstance(msg, TaskNotificationMessage):
+                attempt.background.discard(msg.tool_use_id or "")  # a notification comes when a task ends
+                if msg.status == "failed" and worker_cut_off(msg.summary):
+                    self._worker_cut_off(attempt, on_event, msg.tool_use_id or msg.task_id, msg.summary, None)
 
     @staticmethod
     def _worker_cut_off(attempt: _Attempt, on_event: OnEvent | None, call: str, content: Any,
@@ -705,7 +712,8 @@ class Runtime:
     async def _refresh_due(self, attempt: _Attempt, meter: ContextMeter, tally: _Tally) -> bool:
         """At a main-thread tool boundary: whether resuming the live session now drops enough (RefreshPolicy)."""
         policy, context = self.refresh, meter.current
-        if policy is None or attempt.crossed or context < max(tally.next_refresh, policy.min_tokens):
+        if policy is None or attempt.crossed or attempt.background or context < max(tally.next_refresh,
+                                                                                      policy.min_tokens):
             return False
         stale = await self._stale(attempt)
         if policy.worth(context, stale):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -35,3 +37,32 @@ def test_the_next_check_never_skips_a_refresh_that_would_pay(context: int, stale
 def test_bad_settings_are_one_line_errors(kwargs: dict[str, float]) -> None:
     with pytest.raises(ConfigError, match="RefreshPolicy"):
         RefreshPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_a_refresh_waits_for_background_workers_and_counts_only_what_the_resume_did_not_drop(
+    tmp_path: Path,
+) -> None:
+    """A refresh ends the CLI process, and background workers with it: none while one runs. What is stale is
+    what the store's rewrite drops now minus what the live session's resume already dropped."""
+    from flower.core.handoff import ContextMeter
+    from flower.core.runtime import Runtime, _Attempt, _Tally
+
+    runtime = Runtime(tmp_path, run_dir=tmp_path / "runs", refresh=RefreshPolicy(min_tokens=1_000, share=0.1))
+    stale = {"tokens": 5_000}
+
+    async def measured(attempt: _Attempt) -> int:
+        return stale["tokens"]
+
+    runtime._stale = measured  # type: ignore[method-assign]
+    meter, tally = ContextMeter(), _Tally()
+    meter.observe("m1", {"input_tokens": 20_000})
+    busy = _Attempt(session_id="s", background={"toolu_bg"})
+    assert not await runtime._refresh_due(busy, meter, tally) and busy.refresh is None
+    busy.background.clear()
+    assert await runtime._refresh_due(busy, meter, tally) and busy.refresh == 5_000
+    stale["tokens"] = 500  # below the floor: no refresh, and the next check waits for the missing 1,500
+    later = _Attempt(session_id="s")
+    assert not await runtime._refresh_due(later, meter, tally) and tally.next_refresh == 21_500
+    off = Runtime(tmp_path, run_dir=tmp_path / "runs", refresh=False)
+    assert off.refresh is None and not await off._refresh_due(_Attempt(session_id="s"), meter, _Tally())
