@@ -9,7 +9,7 @@ the same plan, with a 200k-token window as for real models:
 (b) flower: `Runtime` + `coordinator()` with one worker type, every layer on (refreshes included: the live
     session is resumed through the rewriting store when its stale results pay for the cache they break),
     generations at the window (75% of it);
-(c) the same flower run with a cost-driven handoff threshold (`--at`, 40k tokens): a handoff whenever the
+(c) the same flower run with a cost-driven handoff threshold (40k and 30k tokens): a handoff whenever the
     main context reaches it, whatever the window (`HandoffPolicy(headroom=window - at)`).
 
 The plan (deterministic, `plan()`): `turns` units. Nine in ten are glances: a Read of a small note (300 to
@@ -60,8 +60,8 @@ from flower.testing import Request, ScriptedAPI, Step, collect, text, tool_use
 BENCH = "endurance"
 PRICE_READ, PRICE_WRITE = 0.1, 1.25
 """The API's prices of a cache read and a cache write (5-minute), as multiples of the input price."""
-AT = 40_000
-"""The cost-driven handoff threshold of variant (c), in tokens."""
+AT = (40_000, 30_000)
+"""The cost-driven handoff thresholds of variant (c), in tokens."""
 COMPACT_MARKER = "Your task is to create a detailed summary of the conversation"
 HANDOFF_MARKER = texts.HANDOFF_REQUEST.splitlines()[0]
 PROMPT = "Work through the backlog in notes/: glance at each note, run the generators for each work item."
@@ -404,16 +404,18 @@ def run(tiny: bool = False, long: bool = False) -> list[dict[str, Any]]:
 
     every = 20 if tiny else 250
 
-    at = window // 4 if tiny else AT
+    ats = (window // 4,) if tiny else AT
 
-    async def four() -> tuple[Measured, Measured, Measured, Measured]:
+    async def runs() -> tuple[Measured, Measured, Measured, list[Measured]]:
         with tempfile.TemporaryDirectory(prefix="flower-bench-endurance-") as tmp:
-            return (await run_plain(Path(tmp), units, window), await run_flower(Path(tmp), units, window),
-                    await run_flower(Path(tmp), units, window, kill_every=every),
-                    await run_flower(Path(tmp), units, window, at=at))
+            plain = await run_plain(Path(tmp), units, window)
+            ours = await run_flower(Path(tmp), units, window)
+            durable = await run_flower(Path(tmp), units, window, kill_every=every)
+            return plain, ours, durable, [await run_flower(Path(tmp), units, window, at=at) for at in ats]
 
-    plain, ours, durable, early = anyio.run(four)
-    return rows(plain, ours, turns, window) + at_rows(plain, early, at) + restart_rows(ours, durable, every)
+    plain, ours, durable, early = anyio.run(runs)
+    return (rows(plain, ours, turns, window) + [r for at, run in zip(ats, early) for r in at_rows(plain, run, at)]
+            + restart_rows(ours, durable, every))
 
 
 def at_rows(plain: Measured, early: Measured, at: int) -> list[dict[str, Any]]:
@@ -437,7 +439,8 @@ def restart_rows(ours: Measured, durable: Measured, every: int) -> list[dict[str
     return [
         row(BENCH, f"durable flower, SIGKILLed every {every} turns: main input", sum_d, "tokens", sum_d / sum_b,
             f"vs the uninterrupted flower run; goal <= 1.05x: {_met(sum_d <= 1.05 * sum_b)}; {tape.restarts} "
-            f"restarts by running the same command again"),
+            f"restarts by running the same command again; {tape.handoffs} handoffs, {tape.refreshes} refreshes "
+            f"(uninterrupted: {ours.tape.handoffs}, {ours.tape.refreshes})"),
         row(BENCH, "durable flower: restarts that resumed the recorded session", resumed, "restarts", None,
             f"of {len(tape.resumed)}; a fresh start would repeat finished turns: "
             f"{_met(resumed == len(tape.resumed) == tape.restarts and tape.restarts > 0)}"),
