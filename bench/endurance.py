@@ -10,7 +10,7 @@ the same plan, with a 200k-token window as for real models:
     session is resumed through the rewriting store when its stale results pay for the cache they break),
     generations at the window (75% of it);
 (c) the same flower run with a cost-driven handoff threshold (40k and 30k tokens): a handoff whenever the
-    main context reaches it, whatever the window (`HandoffPolicy(headroom=window - at)`).
+    main context reaches it, whatever the window (`HandoffPolicy(at=...)`).
 
 The plan (deterministic, `plan()`): `turns` units. Nine in ten are glances: a Read of a small note (300 to
 1,500 chars) that both variants make on their main thread. One in ten is a work unit: three generator
@@ -294,8 +294,7 @@ def flower_child(ws: Path, run_dir: Path, base_url: str, home: Path, window: int
                     tools=["Bash", "Read"])
     lead = coordinator("lead", "Goal: work through the backlog.", {"runner": runner})
     runtime = Runtime(ws, run_dir=run_dir, env=cli_env(base_url, home), run_id="endurance",
-                      handoff=HandoffPolicy(window=window, headroom=None if at is None else window - at,
-                                            max_generations=1_000))
+                      handoff=HandoffPolicy(window=window, at=at, max_generations=1_000))
     if durable:
         from flower.flow.step import Step
         from flower.flow.workflow import Workflow

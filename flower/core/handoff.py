@@ -9,7 +9,8 @@ Invariants:
 - Only the main thread counts: the context of a main-thread API message is input + cache read + cache
   creation tokens, and each API message is counted once however many SDK messages carry it.
 - Threshold = window - 25% of the window unless `headroom` is given (so any window works, 40k as well
-  as 1M); a warning min(20k, headroom) earlier.
+  as 1M); a warning min(20k, headroom) earlier.; `at` lowers it to a fixed token
+  count (a cost-driven threshold), never above the window's.
 - The window comes from `HandoffPolicy.window`, else `FLOWER_WINDOW`, else the model the session reports,
   else the spec's model, else `ANTHROPIC_MODEL`, each by its name, else 1M (the bundled CLI's default
   window); a real context overflow caps it at what overflowed (self-calibration).
@@ -79,6 +80,9 @@ class HandoffPolicy:
     """Tokens kept free below the window; None means 25% of the window."""
     max_generations: int = DEFAULT_MAX_GENERATIONS
     """More generations than this in one step stop the step; the last handoff is saved to continue from."""
+    at: int | None = None
+    """A cost-driven threshold: hand off once the main context reaches this many tokens, even far below the
+    window (never later than the window's own threshold). None: only the window decides."""
 
     def __post_init__(self) -> None:
         if self.window is not None and self.window <= 0:
@@ -87,6 +91,8 @@ class HandoffPolicy:
             raise ConfigError(f"HandoffPolicy headroom must not be negative, not {self.headroom}")
         if self.max_generations < 1:
             raise ConfigError("HandoffPolicy max_generations must be at least 1")
+        if self.at is not None and self.at <= 0:
+            raise ConfigError(f"HandoffPolicy at must be a positive token count, not {self.at}")
 
     def resolve_window(
         self, model: str | None = None, *, reported: str | None = None, env_model: str | None = None,
@@ -120,7 +126,7 @@ class HandoffPolicy:
         headroom = self.headroom_for(size)
         if headroom >= size:
             raise ConfigError(f"handoff headroom {headroom:,} leaves nothing of a {size:,}-token window")
-        return size - headroom
+        return min(size - headroom, self.at) if self.at is not None else size - headroom
 
     def warning(self, model: str | None = None, **window: Any) -> int:
         size = self.resolve_window(model, **window)

@@ -322,3 +322,14 @@ def test_behind_a_proxy_the_proxy_is_probed() -> None:
     local = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080", "HTTP_PROXY": "http://127.0.0.1:9",
              "NO_PROXY": "127.0.0.1,localhost"}  # flower.testing's environment
     assert probe_target(local) == "http://127.0.0.1:8080"
+
+
+def test_a_cost_driven_threshold_is_never_above_the_windows() -> None:
+    """HandoffPolicy(at=): hand off at a fixed context far below the window, or at the window's own threshold
+    if that comes first; the warning stays below the threshold it warns of."""
+    assert HandoffPolicy(window=200_000, at=40_000).threshold() == 40_000
+    assert HandoffPolicy(window=40_000, at=100_000).threshold() == 30_000
+    assert 0 < HandoffPolicy(window=200_000, at=40_000).warning() < 40_000
+    assert HandoffPolicy(window=200_000).warning() == 130_000  # unchanged without `at`
+    with pytest.raises(ConfigError, match="at must be a positive"):
+        HandoffPolicy(at=0)
