@@ -365,8 +365,11 @@ class Runtime:
                                      payload={"subtype": "refresh", "session_id": session,
                                               "stale": attempt.refresh, "context": meter.current}))
                 message = texts.REFRESH_CONTINUE
-                continue
-            if attempt.interrupted:
+                if not attempt.interrupted and self._interrupt is None:
+                    continue
+                # Runtime.interrupt landed on the turn the refresh stopped: the resume carries the user's
+                # message (L-5) instead of the refresh's, or it would be lost
+            if attempt.interrupted or (attempt.refresh is not None and attempt.error is None):
                 note = self._interrupt or ""
                 self._interrupt = None
                 message = texts.RESUME_AFTER_INTERRUPT.format(message=f"\n\n{note}" if note else "")

@@ -66,3 +66,58 @@ async def test_a_refresh_waits_for_background_workers_and_counts_only_what_the_r
     assert not await runtime._refresh_due(later, meter, tally) and tally.next_refresh == 21_500
     off = Runtime(tmp_path, run_dir=tmp_path / "runs", refresh=False)
     assert off.refresh is None and not await off._refresh_due(_Attempt(session_id="s"), meter, _Tally())
+
+
+def _scripted_drive(tmp_path: Path, attempts: list, seen: list) -> object:  # type: ignore[type-arg]
+    """A Runtime whose attempts are scripted: each entry is (setup(tally), _Attempt); `seen` gets
+    (message, tally.next_refresh) at the start of each attempt."""
+    from flower.core.runtime import Runtime
+
+    runtime = Runtime(tmp_path, run_dir=tmp_path / "runs", refresh=RefreshPolicy(min_tokens=1_000, share=0.1))
+    queue = list(attempts)
+
+    async def attempt(spec, message, session, fork, meter, tally, on_event):  # type: ignore[no-untyped-def]
+        seen.append((message, tally.next_refresh))
+        setup, result = queue.pop(0)
+        setup(runtime, tally)
+        return result
+
+    runtime._attempt = attempt  # type: ignore[method-assign]
+    return runtime
+
+
+@pytest.mark.anyio
+async def test_a_handoff_starts_the_refresh_checks_afresh(tmp_path: Path) -> None:
+    """The next check's context belongs to the retired generation: a new one starting far below it must
+    not wait for it (it may never get there before its own handoff)."""
+    from flower.core.runtime import _Attempt
+    from flower.core.spec import AgentSpec
+
+    def checked(runtime, tally) -> None:  # type: ignore[no-untyped-def]
+        tally.next_refresh = 185_000
+
+    seen: list = []
+    handed = _Attempt(session_id="s1", handoff="## Doing\nX\n## Next\n1. go")
+    done = _Attempt(session_id="s2", result=object())  # type: ignore[arg-type]
+    runtime = _scripted_drive(tmp_path, [(checked, handed), (lambda r, t: None, done)], seen)
+    await runtime.run(AgentSpec(name="a", instructions="x"), "go")  # type: ignore[attr-defined]
+    assert len(seen) == 2 and seen[1][1] == 0
+
+
+@pytest.mark.anyio
+async def test_an_interrupt_that_lands_on_a_refresh_is_delivered(tmp_path: Path) -> None:
+    """Runtime.interrupt during the turn a refresh stops: the resume carries the user's message (L-5)."""
+    from flower.core import texts
+    from flower.core.runtime import _Attempt
+    from flower.core.spec import AgentSpec
+
+    def interrupted(runtime, tally) -> None:  # type: ignore[no-untyped-def]
+        runtime._interrupt = "look at the parser first"
+
+    seen: list = []
+    both = _Attempt(session_id="s1", refresh=5_000)
+    done = _Attempt(session_id="s1", result=object())  # type: ignore[arg-type]
+    runtime = _scripted_drive(tmp_path, [(interrupted, both), (lambda r, t: None, done)], seen)
+    result = await runtime.run(AgentSpec(name="a", instructions="x"), "go")  # type: ignore[attr-defined]
+    assert "look at the parser first" in seen[1][0] and runtime._interrupt is None  # type: ignore[attr-defined]
+    assert result.refreshes == 1
