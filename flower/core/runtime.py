@@ -420,6 +420,7 @@ class Runtime:
                 attempt.error = None
                 tally.failures = 0
                 generation_start = len(meter.per_message)
+                tally.next_refresh = 0  # the waiting was for the retired session's context, not this one's
                 continue
             if attempt.error is None or not await self._retry(attempt, tally, on_event):
                 return session, attempt
