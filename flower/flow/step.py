@@ -96,7 +96,7 @@ class Step:
             if agent.tools is None:
                 return True
             tools.update(agent.tools)
-        return bool(WRITE_TOOLS & tools)
+        return bool(WRITE_TOOLS & {tool.split("(", 1)[0].strip() for tool in tools})  # `Bash(make:*)` is Bash
 
     def items(self, ctx: Any) -> list[Any]:
         values = self.over(ctx) if callable(self.over) else self.over

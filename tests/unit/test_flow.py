@@ -123,3 +123,13 @@ def test_a_step_writes_when_any_agent_in_its_tree_can() -> None:
     assert Step("e", everything, "x").writes
     for tool in ("Monitor", "PowerShell"):
         assert Step(tool, AgentSpec(name="a", instructions="i", allowed_tools=[tool]), "x").writes
+
+
+def test_a_scoped_rule_for_a_writing_tool_writes() -> None:
+    """`Bash(make:*)` in allowed_tools runs make: the step writes (its parallel copies need own workspaces)."""
+    from flower.core.spec import AgentSpec
+    from flower.flow.step import Step
+
+    spec = AgentSpec(name="b", instructions="build", allowed_tools=["Read", "Bash(make:*)"])
+    assert Step("b", spec, prompt="go").writes
+    assert not Step("r", AgentSpec(name="r", instructions="read", allowed_tools=["Read", "Grep"]), prompt="go").writes
