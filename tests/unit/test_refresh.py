@@ -107,7 +107,6 @@ async def test_a_handoff_starts_the_refresh_checks_afresh(tmp_path: Path) -> Non
 @pytest.mark.anyio
 async def test_an_interrupt_that_lands_on_a_refresh_is_delivered(tmp_path: Path) -> None:
     """Runtime.interrupt during the turn a refresh stops: the resume carries the user's message (L-5)."""
-    from flower.core import texts
     from flower.core.runtime import _Attempt
     from flower.core.spec import AgentSpec
 
