@@ -50,6 +50,9 @@ from claude_agent_sdk import (
     SessionStore,
     SystemMessage,
     TaskNotificationMessage,
+    TaskStartedMessage,
+    TaskUpdatedMessage,
+    TERMINAL_TASK_STATUSES,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -117,8 +120,10 @@ class _Attempt:
     dropped: int = 0
     """Characters the resume that started this attempt already dropped (the store's rewrite report)."""
     background: set[str] = field(default_factory=set)
-    """Main-thread Agent calls running in the background: a refresh waits for them (it ends the CLI process,
-    and them with it)."""
+    """Tasks of the CLI still running (by task id; background Agent calls also by call id until their task
+    is known): a refresh waits for them, since it ends the CLI process and them with it."""
+    task_calls: dict[str, str] = field(default_factory=dict)
+    """Task id -> the tool call that started it."""
     handoff: str | None = None
     degraded: str | None = None
     """Why the handoff is the runtime's fallback, not the session's own document."""
@@ -175,6 +180,20 @@ class _Tally:
 
 
 _SAMPLES = 5
+
+
+def _track_tasks(attempt: _Attempt, msg: Any) -> None:
+    """Keep `attempt.background` to the CLI's running tasks: started by a task_started message (or a
+    background Agent call, until its task is known), ended by a terminal notification or update (the SDK:
+    a stopped task may end with the update alone)."""
+    if isinstance(msg, TaskStartedMessage):
+        attempt.background.add(msg.task_id)
+        if msg.tool_use_id:
+            attempt.task_calls[msg.task_id] = msg.tool_use_id
+    elif isinstance(msg, TaskNotificationMessage) or (
+            isinstance(msg, TaskUpdatedMessage) and (msg.patch or {}).get("status") in TERMINAL_TASK_STATUSES):
+        attempt.background.discard(msg.task_id)
+        attempt.background.discard(attempt.task_calls.pop(msg.task_id, "") or getattr(msg, "tool_use_id", "") or "")
 
 
 def _now() -> str:
@@ -494,7 +513,8 @@ class Runtime:
         self, spec: AgentSpec, message: str, resume: str | None, fork: bool, meter: ContextMeter,
         tally: _Tally, on_event: OnEvent | None,
     ) -> _Attempt:
-        attempt = _Attempt(session_id=resume, base_cost=await self._restored_cost(resume))
+        # a fork runs as a new session: its id comes with its first message (the parent's stays in `_drive`)
+        attempt = _Attempt(session_id=None if fork else resume, base_cost=await self._restored_cost(resume))
         if resume is not None:  # _restored_cost loaded it through the rewriting store: what that dropped
             report = self.store.last_report(self._key(resume))  # type: ignore[attr-defined]
             attempt.dropped = report.chars_saved if report is not None else 0
@@ -537,6 +557,7 @@ class Runtime:
                 if attempt.session_id is not None:  # the instant it is known, so a workflow can record it (L-7)
                     emit(on_event, Event("system", "session", payload={"subtype": "session",
                                                                         "session_id": attempt.session_id}))
+            _track_tasks(attempt, msg)
             for event in to_events(msg):
                 if event.kind == "retry":  # the CLI's own retries: say where they go
                     event = replace(event, payload={**event.payload, "endpoint": endpoint})
@@ -562,7 +583,6 @@ class Runtime:
                         self._worker_cut_off(attempt, on_event, block.tool_use_id, block.content,
                                              msg.parent_tool_use_id)
             elif isinstance(msg, TaskNotificationMessage):
-                attempt.background.discard(msg.tool_use_id or "")  # a notification comes when a task ends
                 if msg.status == "failed" and worker_cut_off(msg.summary):
                     self._worker_cut_off(attempt, on_event, msg.tool_use_id or msg.task_id, msg.summary, None)
 

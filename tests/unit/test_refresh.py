@@ -120,3 +120,27 @@ async def test_an_interrupt_that_lands_on_a_refresh_is_delivered(tmp_path: Path)
     result = await runtime.run(AgentSpec(name="a", instructions="x"), "go")  # type: ignore[attr-defined]
     assert "look at the parser first" in seen[1][0] and runtime._interrupt is None  # type: ignore[attr-defined]
     assert result.refreshes == 1
+
+
+def test_running_tasks_are_tracked_until_a_terminal_message() -> None:
+    """As the bundled CLI reports them (seen on a real run): a foreground worker's task starts, is updated to
+    completed and notified; a stopped background task may end with the update alone (SDK docs)."""
+    from claude_agent_sdk import TaskNotificationMessage, TaskStartedMessage, TaskUpdatedMessage
+
+    from flower.core.runtime import _Attempt, _track_tasks
+
+    attempt = _Attempt(session_id="s", background={"toolu_bg"})  # a background Agent call, task not known yet
+
+    def started(task: str, call: str) -> TaskStartedMessage:
+        return TaskStartedMessage("task_started", {}, task, "d", "u", "s", tool_use_id=call, task_type="local_agent")
+
+    _track_tasks(attempt, started("t_fg", "toolu_fg"))
+    _track_tasks(attempt, started("t_bg", "toolu_bg"))
+    assert attempt.background == {"t_fg", "t_bg", "toolu_bg"}
+    _track_tasks(attempt, TaskUpdatedMessage("task_updated", {}, "t_fg", {"status": "running"}))
+    assert "t_fg" in attempt.background  # not terminal
+    _track_tasks(attempt, TaskNotificationMessage("task_notification", {}, "t_fg", "completed", "", "", "u", "s",
+                                                  tool_use_id="toolu_fg"))
+    assert attempt.background == {"t_bg", "toolu_bg"}
+    _track_tasks(attempt, TaskUpdatedMessage("task_updated", {}, "t_bg", {"status": "killed"}))
+    assert attempt.background == set()
