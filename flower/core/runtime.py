@@ -377,21 +377,22 @@ class Runtime:
                                           on_event)
             tally.add(attempt)
             session = attempt.session_id or session
-            if attempt.refresh is not None and attempt.error is None:
+            refreshed = attempt.refresh is not None and attempt.error is None
+            if refreshed:
                 tally.refreshes += 1
                 emit(on_event, Event("system", f"refresh: session resumed to drop about {attempt.refresh:,} "
                                                f"stale tokens of {meter.current:,}",
                                      payload={"subtype": "refresh", "session_id": session,
                                               "stale": attempt.refresh, "context": meter.current}))
-                message = texts.REFRESH_CONTINUE
-                if not attempt.interrupted and self._interrupt is None:
-                    continue
-                # Runtime.interrupt landed on the turn the refresh stopped: the resume carries the user's
-                # message (L-5) instead of the refresh's, or it would be lost
-            if attempt.interrupted or (attempt.refresh is not None and attempt.error is None):
+            # Runtime.interrupt that landed on the turn a refresh stopped: the resume carries the user's
+            # message (L-5) instead of the refresh's, or it would be lost
+            if attempt.interrupted or (refreshed and self._interrupt is not None):
                 note = self._interrupt or ""
                 self._interrupt = None
                 message = texts.RESUME_AFTER_INTERRUPT.format(message=f"\n\n{note}" if note else "")
+                continue
+            if refreshed:
+                message = texts.REFRESH_CONTINUE
                 continue
             overflow = attempt.error is not None and is_context_overflow(attempt.error)
             if overflow:
