@@ -23,7 +23,8 @@ creation, as the fake reported them: the cost driver) and their ratio; the same 
 them (cache read 0.1x, cache write 1.25x the input price); the cache-read share; peak and
 median main context; compactions vs handoffs; seconds per main turn in the first vs the last 10% of
 turns; the RSS of the flower process (a child of the bench, so the fake is not counted) in the first vs the last 10%; store bytes per
-turn by quarter; the chars kept off the main thread (spilled, and worker outputs that never reached it).
+turn by quarter; the chars kept off the main thread (spilled, and worker outputs that never reached it) and
+the tokens the refreshes dropped from it (expired results).
 
     python -m bench --only endurance          # 1,000 flower main turns
     python -m bench.endurance --tiny          # 60 turns, a 100k window (the CLI's minimum for compaction)
@@ -253,6 +254,8 @@ class Measured:
     planned: int
     spilled: int = 0
     kept_off: int = 0
+    dropped: int = 0
+    """Tokens the refreshes dropped from the live context (stale results; the store keeps them)."""
 
 
 def _measure(api: ScriptedAPI, driver: Driver) -> Measured:
@@ -303,9 +306,16 @@ def flower_child(ws: Path, run_dir: Path, base_url: str, home: Path, window: int
         if ctx.failed_at:
             raise SystemExit(f"the durable flower run failed: {ctx.results.get(ctx.failed_at)}")
         return
-    result = runtime.run_sync(lead, PROMPT, step_name="endurance")
+    dropped: list[int] = []
+
+    def on_event(event: Any) -> None:
+        if event.kind == "system" and event.payload.get("subtype") == "refresh":
+            dropped.append(int(event.payload.get("stale") or 0))
+
+    result = runtime.run_sync(lead, PROMPT, step_name="endurance", on_event=on_event)
     if not result.ok:
         raise SystemExit(f"the flower run failed: {result.error}")
+    (run_dir / "bench-refreshes.json").write_text(json.dumps(dropped))
 
 
 async def run_flower(root: Path, units: Sequence[Unit], window: int, kill_every: int | None = None,
@@ -340,6 +350,9 @@ async def run_flower(root: Path, units: Sequence[Unit], window: int, kill_every:
     log = ws / ".flower" / "spill" / "log.jsonl"
     if log.exists():
         measured.spilled = sum(int(json.loads(line)["chars"]) for line in log.read_text().splitlines() if line)
+    refreshes = run_dir / "bench-refreshes.json"
+    if refreshes.exists():
+        measured.dropped = sum(json.loads(refreshes.read_text()))
     return measured
 
 
@@ -394,6 +407,9 @@ def rows(a: Measured, b: Measured, turns: int, window: int) -> list[dict[str, An
             f"{_met(growth <= 1.25)}"),
         row(BENCH, "flower: chars kept off the main thread", b.kept_off, "chars", None,
             f"the work units' outputs, run by workers; {b.spilled:,} chars of them spilled to files"),
+        row(BENCH, "flower: tokens the refreshes dropped", b.dropped, "tokens", None,
+            f"stale glance and Read results of the live session, over {b.tape.refreshes} refreshes (the store "
+            f"keeps every original; a re-read costs one Read)"),
     ]
 
 
