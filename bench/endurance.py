@@ -401,7 +401,8 @@ def rows(a: Measured, b: Measured, turns: int, window: int) -> list[dict[str, An
         row(BENCH, "flower: seconds per main turn, last 10% vs first", t_last, "s", t_last / t_first,
             f"first 10% {t_first:.3f}s; goal <= 1.2x: {_met(t_last <= 1.2 * t_first)}"),
         row(BENCH, "flower: process RSS, last 10% vs first", r_last / 2**20, "MiB", r_last / r_first,
-            f"first 10% {r_first / 2**20:.1f} MiB; goal <= 1.2x: {_met(r_last <= 1.2 * r_first)}"),
+            f"first 10% {r_first / 2**20:.1f} MiB, peak {max(b.tape.rss) / 2**20:.1f} MiB; goal <= 1.2x: "
+            f"{_met(r_last <= 1.2 * r_first)}"),
         row(BENCH, "flower: store bytes per main turn, second half vs first", second_half, "bytes/turn", growth,
             f"first half {first_half:,.0f}; {sizes[end]:,} bytes of entries in all; goal linear or better (<= 1.25x): "
             f"{_met(growth <= 1.25)}"),
