@@ -323,7 +323,7 @@ async def run_flower(root: Path, units: Sequence[Unit], window: int, kill_every:
     """flower's run; with `kill_every`, a durable workflow whose process is SIGKILLed (with the CLI it
     started) every `kill_every` main turns and started again with the same command; with `at`, handoffs
     at that many tokens of main context."""
-    label = "durable" if kill_every else f"at-{at}" if at else "flower"
+    label = ("durable" if kill_every else "flower") + (f"-at-{at}" if at else "")
     ws = make_workspace(root / label)
     run_dir = root / label / "runs"
     driver = Driver(units, flower=True, store=run_dir, kill_every=kill_every)
@@ -422,16 +422,18 @@ def run(tiny: bool = False, long: bool = False) -> list[dict[str, Any]]:
 
     ats = (window // 4,) if tiny else AT
 
-    async def runs() -> tuple[Measured, Measured, Measured, list[Measured]]:
+    async def runs() -> tuple[Measured, Measured, Measured, list[Measured], Measured]:
         with tempfile.TemporaryDirectory(prefix="flower-bench-endurance-") as tmp:
             plain = await run_plain(Path(tmp), units, window)
             ours = await run_flower(Path(tmp), units, window)
             durable = await run_flower(Path(tmp), units, window, kill_every=every)
-            return plain, ours, durable, [await run_flower(Path(tmp), units, window, at=at) for at in ats]
+            early = [await run_flower(Path(tmp), units, window, at=at) for at in ats]
+            return plain, ours, durable, early, await run_flower(Path(tmp), units, window, kill_every=every,
+                                                                 at=ats[0])
 
-    plain, ours, durable, early = anyio.run(runs)
+    plain, ours, durable, early, durable_at = anyio.run(runs)
     return (rows(plain, ours, turns, window) + [r for at, run in zip(ats, early) for r in at_rows(plain, run, at)]
-            + restart_rows(ours, durable, every))
+            + restart_rows(ours, durable, every) + restart_rows(early[0], durable_at, every, ats[0]))
 
 
 def at_rows(plain: Measured, early: Measured, at: int) -> list[dict[str, Any]]:
@@ -448,16 +450,19 @@ def at_rows(plain: Measured, early: Measured, at: int) -> list[dict[str, Any]]:
     ]
 
 
-def restart_rows(ours: Measured, durable: Measured, every: int) -> list[dict[str, Any]]:
+def restart_rows(ours: Measured, durable: Measured, every: int, at: int | None = None) -> list[dict[str, Any]]:
+    """The durable run against its uninterrupted twin (same handoff policy)."""
     sum_b, sum_d = sum(ours.main_tokens), sum(durable.main_tokens)
     tape = durable.tape
     resumed = sum(tape.resumed)
+    name = "durable flower" + (f", handoff at {at // 1000}k" if at else "")
     return [
-        row(BENCH, f"durable flower, SIGKILLed every {every} turns: main input", sum_d, "tokens", sum_d / sum_b,
-            f"vs the uninterrupted flower run; goal <= 1.05x: {_met(sum_d <= 1.05 * sum_b)}; {tape.restarts} "
-            f"restarts by running the same command again; {tape.handoffs} handoffs, {tape.refreshes} refreshes "
-            f"(uninterrupted: {ours.tape.handoffs}, {ours.tape.refreshes})"),
-        row(BENCH, "durable flower: restarts that resumed the recorded session", resumed, "restarts", None,
+        row(BENCH, f"{name}, SIGKILLed every {every} turns: main input", sum_d, "tokens", sum_d / sum_b,
+            f"vs the uninterrupted run; goal <= 1.05x: {_met(sum_d <= 1.05 * sum_b)}; {tape.restarts} "
+            f"restarts by running the same command again; {tape.handoffs} handoffs, {tape.refreshes} refreshes, "
+            f"median context {statistics.median(durable.main_tokens):,.0f} (uninterrupted: {ours.tape.handoffs}, "
+            f"{ours.tape.refreshes}, {statistics.median(ours.main_tokens):,.0f})"),
+        row(BENCH, f"{name}: restarts that resumed the recorded session", resumed, "restarts", None,
             f"of {len(tape.resumed)}; a fresh start would repeat finished turns: "
             f"{_met(resumed == len(tape.resumed) == tape.restarts and tape.restarts > 0)}"),
     ]
