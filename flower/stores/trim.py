@@ -8,7 +8,8 @@ meta entries, and results holding images or documents are never touched (S-20).
 predicate calls ephemeral (`flower.core.glance.is_ephemeral`, S-8: the same predicate that lets the
 coordinator run it), and a successful text `Read` result (a Read is `cat` with line numbers: a snapshot of
 a file that the file itself keeps; `reads=False` leaves them). All sites but the newest `keep_recent` get
-one line naming the command (`Read <path>` for a Read) and its age, but only when their body is longer than that line: an expiry note never makes the history longer,
+one line naming the command (`Read <path>` for a Read) and its age, but only when their body is longer
+than that line: an expiry note never makes the history longer,
 so a tiny output (an `ls` of two files) keeps its body. Not spilled: re-running a glance is cheaper than
 reading an archive. Denied, interrupted and failed results are not sites (they are not snapshots of
 state; the residue rules own the first two).
