@@ -9,7 +9,7 @@ Invariants:
 - Only the main thread counts: the context of a main-thread API message is input + cache read + cache
   creation tokens, and each API message is counted once however many SDK messages carry it.
 - Threshold = window - 25% of the window unless `headroom` is given (so any window works, 40k as well
-  as 1M); a warning min(20k, headroom) earlier.; `at` lowers it to a fixed token
+  as 1M); a warning min(20k, headroom) earlier; `at` lowers it to a fixed token
   count (a cost-driven threshold), never above the window's.
 - The window comes from `HandoffPolicy.window`, else `FLOWER_WINDOW`, else the model the session reports,
   else the spec's model, else `ANTHROPIC_MODEL`, each by its name, else 1M (the bundled CLI's default
