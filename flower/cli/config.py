@@ -54,6 +54,8 @@ SETTINGS: tuple[Setting, ...] = (
             (("run", "model"), ("once", "model"))),
     Setting("window", "FLOWER_WINDOW", None, int, "context window in tokens (handoff threshold, report)",
             (("report", "window"),)),
+    Setting("handoff_at", "FLOWER_HANDOFF_AT", None, int,
+            "hand off once the main context reaches this many tokens, whatever the window (cost-driven)"),
     Setting("trim", "FLOWER_TRIM", False, bool, "trim large old tool results on resume (S-19)"),
     Setting("spill_threshold", "FLOWER_SPILL_THRESHOLD", 4000, int,
             "tool outputs longer than this many chars are spilled to the workbench"),
@@ -135,7 +137,7 @@ def default_map(values: Mapping[str, Any]) -> dict[str, Any]:
 def _parse_env(setting: Setting, raw: str) -> Any:
     if setting.kind is bool:
         return raw.strip().lower() in ("1", "true", "yes", "on")
-    if setting.kind is int and setting.name != "window":
+    if setting.kind is int and setting.name not in ("window", "handoff_at"):  # these take 200k; HandoffPolicy parses
         try:
             return int(raw.replace("_", ""))
         except ValueError:

@@ -218,8 +218,11 @@ def execute(
 
     check_credentials(os.environ)
     settings = resolve()  # env > config file > default for what has no flag
-    window = next(r for r in settings if r["name"] == "window")
-    handoff = HandoffPolicy(window=window["value"]) if window["source"] not in ("default", "env FLOWER_WINDOW") else True
+    # FLOWER_WINDOW and FLOWER_HANDOFF_AT are read by HandoffPolicy itself; a flag or the config file is passed
+    window, at = (next(r for r in settings if r["name"] == name) for name in ("window", "handoff_at"))
+    explicit = {key: row["value"] for key, row in (("window", window), ("at", at))
+                if row["source"] not in ("default", f"env {row['env']}")}
+    handoff = HandoffPolicy(**explicit) if explicit else True
     base = open_store(store, None, create=True) if store else None
     runtime = Runtime(workspace, run_dir=run_dir, store=base, env=cli_env(), handoff=handoff,
                       trim=bool(setting("trim", settings)), spill_threshold=setting("spill_threshold", settings))

@@ -82,7 +82,8 @@ class HandoffPolicy:
     """More generations than this in one step stop the step; the last handoff is saved to continue from."""
     at: int | None = None
     """A cost-driven threshold: hand off once the main context reaches this many tokens, even far below the
-    window (never later than the window's own threshold). None: only the window decides."""
+    window (never later than the window's own threshold). None reads FLOWER_HANDOFF_AT; unset, only the
+    window decides."""
 
     def __post_init__(self) -> None:
         if self.window is not None and self.window <= 0:
@@ -107,16 +108,11 @@ class HandoffPolicy:
         return min(window, calibrated) if calibrated else window
 
     def _configured(self) -> int | None:
-        if self.window is not None:
-            return self.window
-        env = os.environ.get("FLOWER_WINDOW", "").strip().lower().replace("_", "")
-        if not env:
-            return None
-        match = re.fullmatch(r"(\d+)(k|m)?", env)
-        if not match or int(match.group(1)) <= 0:
-            raise ConfigError(f"FLOWER_WINDOW must be a token count like 200000 or 200k, not {env!r}")
-        scale = {"k": 1_000, "m": 1_000_000}.get(match.group(2) or "", 1)
-        return int(match.group(1)) * scale
+        return self.window if self.window is not None else _tokens_from_env("FLOWER_WINDOW", "200000 or 200k")
+
+    def resolve_at(self) -> int | None:
+        """The cost-driven threshold: `at`, else FLOWER_HANDOFF_AT, else None."""
+        return self.at if self.at is not None else _tokens_from_env("FLOWER_HANDOFF_AT", "40000 or 40k")
 
     def headroom_for(self, window: int) -> int:
         return self.headroom if self.headroom is not None else window // 4
@@ -126,7 +122,8 @@ class HandoffPolicy:
         headroom = self.headroom_for(size)
         if headroom >= size:
             raise ConfigError(f"handoff headroom {headroom:,} leaves nothing of a {size:,}-token window")
-        return min(size - headroom, self.at) if self.at is not None else size - headroom
+        at = self.resolve_at()
+        return min(size - headroom, at) if at is not None else size - headroom
 
     def warning(self, model: str | None = None, **window: Any) -> int:
         size = self.resolve_window(model, **window)
@@ -196,6 +193,17 @@ def overflow_window(text: str | None) -> int | None:
         return None
     value = int(match.group(1).replace(",", ""))
     return value if value >= 1_000 else None
+
+
+def _tokens_from_env(name: str, example: str) -> int | None:
+    """A token count from the environment variable `name` (`200k`, `1m`, `200_000`), None when unset."""
+    env = os.environ.get(name, "").strip().lower().replace("_", "")
+    if not env:
+        return None
+    match = re.fullmatch(r"(\d+)(k|m)?", env)
+    if not match or int(match.group(1)) <= 0:
+        raise ConfigError(f"{name} must be a token count like {example}, not {env!r}")
+    return int(match.group(1)) * {"k": 1_000, "m": 1_000_000}.get(match.group(2) or "", 1)
 
 
 def parse_handoff(text: str) -> dict[str, str]:

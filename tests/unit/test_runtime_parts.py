@@ -333,3 +333,13 @@ def test_a_cost_driven_threshold_is_never_above_the_windows() -> None:
     assert HandoffPolicy(window=200_000).warning() == 130_000  # unchanged without `at`
     with pytest.raises(ConfigError, match="at must be a positive"):
         HandoffPolicy(at=0)
+
+
+def test_the_cost_driven_threshold_comes_from_flower_handoff_at(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FLOWER_HANDOFF_AT, like FLOWER_WINDOW, reaches every entry point (run, once, go, workflows)."""
+    monkeypatch.setenv("FLOWER_HANDOFF_AT", "40k")
+    assert HandoffPolicy(window=200_000).threshold() == 40_000
+    assert HandoffPolicy(window=200_000, at=30_000).threshold() == 30_000  # the argument wins
+    monkeypatch.setenv("FLOWER_HANDOFF_AT", "soon")
+    with pytest.raises(ConfigError, match="FLOWER_HANDOFF_AT must be a token count like 40000 or 40k, not 'soon'"):
+        HandoffPolicy(window=200_000).threshold()
