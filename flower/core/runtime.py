@@ -580,9 +580,11 @@ class Runtime:
                 self._settle(attempt, msg)
             if isinstance(msg, UserMessage) and isinstance(msg.content, list):
                 for block in msg.content:
-                    if isinstance(block, ToolResultBlock) and block.is_error and worker_cut_off(block.content):
-                        self._worker_cut_off(attempt, on_event, block.tool_use_id, block.content,
-                                             msg.parent_tool_use_id)
+                    if isinstance(block, ToolResultBlock) and block.is_error:
+                        attempt.background.discard(block.tool_use_id)  # a background call that never launched
+                        if worker_cut_off(block.content):
+                            self._worker_cut_off(attempt, on_event, block.tool_use_id, block.content,
+                                                 msg.parent_tool_use_id)
             elif isinstance(msg, TaskNotificationMessage):
                 if msg.status == "failed" and worker_cut_off(msg.summary):
                     self._worker_cut_off(attempt, on_event, msg.tool_use_id or msg.task_id, msg.summary, None)
@@ -761,7 +763,7 @@ class Runtime:
                 if tool_use_id is None or tool_use_id in seen_calls:
                     break
                 await anyio.sleep(0.01)
-            if attempt.crossed and self.handoff is not None:
+            if attempt.crossed:  # set only with generations on (`_watch`)
                 attempt.stopped = True
                 return {"continue_": False, "stopReason": "flower: handoff to a new generation"}
             if not attempt.stopped and await self._refresh_due(attempt, meter, tally):

@@ -26,8 +26,12 @@ async def test_a_session_full_of_stale_reads_is_resumed_without_them(
 ) -> None:
     for n in range(READS):
         (workspace / f"note-{n:02d}.md").write_text(NOTE.format(n=n) + f"MARK-{n:02d}\n")
-    scripted_api.script([tool_use("Read", {"file_path": str(workspace / f"note-{n:02d}.md")}) for n in range(READS)]
-                        + [text("all notes read")])
+    # first a background dispatch that never launches (no such agent type): it must not keep refreshes off
+    # for the rest of the session, as a worker still running would
+    failed = tool_use("Agent", {"description": "x", "prompt": "x", "subagent_type": "no-such-type",
+                                "run_in_background": True})
+    scripted_api.script([failed] + [tool_use("Read", {"file_path": str(workspace / f"note-{n:02d}.md")})
+                                     for n in range(READS)] + [text("all notes read")])
     spec = AgentSpec(name="reader", instructions="Read the notes.", allowed_tools=["Read"])
     runtime = Runtime(workspace, run_dir=tmp_path / "runs", env=scripted_api.cli_env(tmp_path / "home"),
                       refresh=RefreshPolicy(min_tokens=3_000, share=0.25))
@@ -46,6 +50,7 @@ async def test_a_session_full_of_stale_reads_is_resumed_without_them(
     before, resumed = json.dumps(requests[after - 1].body["messages"]), json.dumps(requests[after].body["messages"])
     # the resumed request continues the recorded history (every Read call is there), but the older results
     # are one line each; the newest six kept their bodies
+    assert '"is_error": true' in json.dumps(requests[1].body["messages"][-1])  # the dispatch failed
     shown = [n for n in range(READS) if f"MARK-{n:02d}" in resumed]
     called = [n for n in range(READS) if f"note-{n:02d}.md" in resumed]
     assert called == list(range(len(called))) and len(called) >= 8
