@@ -186,14 +186,15 @@ RESUME_AFTER_ERROR = (
 )
 
 # L-5: resumes a session after a cooperative interrupt. {message} is the user's, possibly empty.
+RESUME_AFTER_INTERRUPT = (
+    "The run was interrupted on purpose. A call that was cancelled by the interruption is not a fault: "
+    "it may have run in part, so check its effect before repeating it, then continue.{message}"
+)
+
 # A refresh (flower.core.refresh): the same session resumed, its stale results now one line each.
 REFRESH_CONTINUE = (
     "flower resumed this session to drop what went stale: older glance and Read results are one line each "
     "now (run or read them again if you need them). Continue where you left off."
-)
-RESUME_AFTER_INTERRUPT = (
-    "The run was interrupted on purpose. A call that was cancelled by the interruption is not a fault: "
-    "it may have run in part, so check its effect before repeating it, then continue.{message}"
 )
 
 # S-8, issue #16: an MCP tool the coordinator's spec does not declare read-only (`glance_tools`).
