@@ -46,8 +46,9 @@ __all__ = [
 ]
 
 HANDS_ON = ("Bash", "Write", "Edit", "NotebookEdit", "Monitor", "PowerShell")
-"""Tools that change the world or run a command: Monitor runs a shell command as a background watcher and
-PowerShell is the CLI's other shell, so either would walk around the Bash wall (only Bash has glances)."""
+"""Tools that change the world or run a command. Monitor runs a shell command as a background watcher: the CLI
+checks its command with the Bash hooks too, but a glance never runs in the background, so Monitor is denied
+whatever its command. PowerShell is the CLI's other shell (not offered on this platform; denied by name)."""
 GLANCE_TIMEOUT_MS = 120_000
 """The longest a glance may run (the Bash tool's default timeout); a longer `timeout` is lowered to it."""
 Hooks = dict[str, list[HookMatcher]]

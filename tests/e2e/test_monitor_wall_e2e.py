@@ -1,0 +1,40 @@
+"""Monitor on a coordinator's main thread, through the real CLI (issue #19 review; S-3, S-5).
+
+Monitor runs a shell command as a background watcher. The bundled CLI already puts its command through the
+Bash permission hooks, so the glance rules applied to it; but a glance never runs in the background (a
+glance `run_in_background` is refused), and a watcher is exactly that. So Monitor is hands-on: denied on the
+main thread whatever its command, the way a mutating Bash command is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flower.core.agent import build_options
+from flower.core.roles import coordinator, worker
+from flower.testing import ScriptedAPI, collect, text, tool_use
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+async def test_a_coordinator_cannot_start_a_monitor_even_with_a_glance_command(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    # a worker names Monitor, so the session offers it (deferred, loaded through ToolSearch)
+    lead = coordinator("lead", "Goal: watch.", {"w": worker("watches", "You watch.", tools=["Bash", "Monitor"])})
+    steps = [tool_use("ToolSearch", {"query": "select:Monitor"}),
+             tool_use("Monitor", {"command": "ls", "description": "watch the folder"}), text("done")]
+    with ScriptedAPI(steps, check_tools=False) as api:
+        options = build_options(lead, cwd=workspace)
+        options.env = {**options.env, **api.cli_env(tmp_path / "home")}
+        run = await collect("watch the folder", options)
+        assert run.result.result == "done"
+        loaded, answered = api.main_requests[1:3]
+    assert "Monitor" in [tool["name"] for tool in answered.body["tools"]]  # it was really on offer
+    assert '"tool_name": "Monitor"' in json.dumps(loaded.body["messages"][-1])
+    result = answered.body["messages"][-1]["content"][0]
+    assert result["is_error"] is True
+    assert "does not do hands-on work" in json.dumps(result) and "glance" not in json.dumps(result)
