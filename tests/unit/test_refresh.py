@@ -40,11 +40,12 @@ def test_bad_settings_are_one_line_errors(kwargs: dict[str, float]) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_refresh_waits_for_background_workers_and_counts_only_what_the_resume_did_not_drop(
+async def test_a_refresh_waits_for_running_tasks_and_then_for_what_was_missing(
     tmp_path: Path,
 ) -> None:
-    """A refresh ends the CLI process, and background workers with it: none while one runs. What is stale is
-    what the store's rewrite drops now minus what the live session's resume already dropped."""
+    """A refresh ends the CLI process, and background workers with it: none while one runs. After a check
+    that says "not yet", the next waits for what was missing. (What counts as stale, minus what the resume
+    already dropped, is the e2e test's: `tests/e2e/test_refresh_e2e.py` fails without the subtraction.)"""
     from flower.core.handoff import ContextMeter
     from flower.core.runtime import Runtime, _Attempt, _Tally
 
