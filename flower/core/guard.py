@@ -39,6 +39,7 @@ __all__ = [
     "Hooks",
     "approve_subagents",
     "delegate_guard",
+    "fork_guard",
     "mcp_guard",
     "merge_hooks",
     "spec_guards",
@@ -184,10 +185,26 @@ def merge_hooks(*groups: Mapping[Any, Iterable[HookMatcher]] | None) -> Hooks:
     return {event: matchers for event, matchers in merged.items() if matchers}
 
 
+def fork_guard(agents: Collection[str] = (), *, leads: Collection[str] = ()) -> HookMatcher:
+    """Deny `subagent_type: "fork"` on the main thread (and in `leads`): a fork is the coordinator itself as a
+    subagent, with every tool of the session and none of a worker's rules or whitelist, so it would do the
+    hands-on work the wall keeps off the main thread. A spec that names an agent "fork" dispatches that one."""
+    named, lead_types = frozenset(agents), frozenset(leads)
+
+    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+        kind = (input_data.get("tool_input") or {}).get("subagent_type")
+        if kind != "fork" or kind in named or not _on_main(input_data, lead_types):
+            return {}
+        return _deny(texts.FORK_DENIAL)
+
+    return HookMatcher(matcher="Agent|Task", hooks=[guard])
+
+
 def spec_guards(spec: AgentSpec, *, artifacts: str | Path | None = None) -> Hooks:
     """The walls a spec calls for, derived from the spec alone (B-1)."""
     if spec.delegate_only:
         return {"PreToolUse": [delegate_guard(allow_glance=spec.glance, artifacts=artifacts, leads=spec.leads),
-                               mcp_guard(spec.glance_tools, leads=spec.leads)]}
+                               mcp_guard(spec.glance_tools, leads=spec.leads),
+                               fork_guard(spec.agents or {}, leads=spec.leads)]}
     matcher = whitelist_guard(spec.allowed_tools, name=spec.name)
     return {"PreToolUse": [matcher]} if matcher else {}

@@ -197,6 +197,12 @@ REFRESH_CONTINUE = (
     "now (run or read them again if you need them). Continue where you left off."
 )
 
+# The reason a coordinator's `subagent_type: "fork"` is denied with (flower.core.guard.fork_guard).
+FORK_DENIAL = (
+    "The coordinator does not fork itself: a fork would do hands-on work outside every worker's rules. "
+    "Dispatch one of your workers by its subagent_type."
+)
+
 # S-8, issue #16: an MCP tool the coordinator's spec does not declare read-only (`glance_tools`).
 MCP_DENIAL = (
     "{tool} is not available on the coordinator's main thread: only MCP tools its spec declares "

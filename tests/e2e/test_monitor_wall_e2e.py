@@ -1,4 +1,5 @@
-"""Monitor on a coordinator's main thread, through the real CLI (issue #19 review; S-3, S-5).
+"""Two ways around the coordinator's wall, through the real CLI (issue #19 review; S-3, S-5): Monitor, and
+a fork of the coordinator itself.
 
 Monitor runs a shell command as a background watcher. The bundled CLI already puts its command through the
 Bash permission hooks, so the glance rules applied to it; but a glance never runs in the background (a
@@ -38,3 +39,21 @@ async def test_a_coordinator_cannot_start_a_monitor_even_with_a_glance_command(t
     result = answered.body["messages"][-1]["content"][0]
     assert result["is_error"] is True
     assert "does not do hands-on work" in json.dumps(result) and "glance" not in json.dumps(result)
+
+
+async def test_a_coordinator_cannot_do_hands_on_work_through_a_fork_of_itself(tmp_path: Path) -> None:
+    """`subagent_type: "fork"` would run the coordinator as a subagent with every session tool and no worker
+    rules (seen on the bundled CLI: its `touch` ran). The fork guard denies it; the workers stay the hands."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    lead = coordinator("lead", "Goal: read.", {"reader": worker("reads", "You read.", tools=["Read"])})
+    fork = tool_use("Agent", {"description": "f", "prompt": "make the file", "subagent_type": "fork",
+                              "run_in_background": False})
+    with ScriptedAPI([fork, text("done")], check_tools=False) as api:
+        options = build_options(lead, cwd=workspace)
+        options.env = {**options.env, **api.cli_env(tmp_path / "home")}
+        run = await collect("go", options)
+        assert run.result.result == "done"
+        answer = json.dumps(api.main_requests[1].body["messages"][-1])
+        assert api.subagent_requests() == []  # no fork ever asked the model for its first step
+    assert "does not fork itself" in answer

@@ -86,7 +86,8 @@ async def test_whitelist_guard_makes_allowed_tools_exclusive_on_main_only() -> N
 def test_spec_guards_follow_the_spec_not_the_workbench() -> None:
     """B-1: a delegate-only spec is walled whatever the runtime's workbench setting."""
     lead = coordinator("lead", "goal", {"w": worker("does work", "work")})
-    matcher, mcp = spec_guards(lead)["PreToolUse"]
+    matcher, mcp, fork = spec_guards(lead)["PreToolUse"]
+    assert fork.matcher == "Agent|Task"
     assert matcher.matcher == "Bash|Write|Edit|NotebookEdit|Monitor|PowerShell"
     assert mcp.matcher is None  # the MCP wall sees every tool and keys on the mcp__ prefix
     plain = AgentSpec(name="reader", instructions="read", allowed_tools=["Read"])
@@ -267,7 +268,7 @@ async def test_the_mcp_wall_denies_all_but_the_declared_read_only_tools_on_main(
     lead = coordinator("lead", "goal", {"w": worker("does work", "work"), "sub": worker("leads", "lead")},
                        glance_tools=["mcp__notes__read"], leads=["sub"])
     assert lead.glance_tools == ("mcp__notes__read",)
-    _, wall = spec_guards(lead)["PreToolUse"]
+    _, wall, _ = spec_guards(lead)["PreToolUse"]
     reason = denial(await decide(wall, main_call("mcp__notes__write", text="x")))
     assert reason and "mcp__notes__write" in reason
     assert denial(await decide(wall, sub_call("mcp__notes__write", agent_type="sub", text="x")))
@@ -404,3 +405,17 @@ async def test_a_separate_option_value_naming_a_huge_file_is_refused(tmp_path: A
     data = main_call("Bash", command="ls -l huge")
     data["cwd"] = str(tmp_path)
     assert denial(await decide(guard, data)) is None
+
+
+async def test_a_coordinator_cannot_fork_itself() -> None:
+    """A fork is the coordinator as a subagent, with every session tool and no worker rules: denied on the
+    main thread and in leads; a worker the spec itself calls "fork" is dispatched; subagents are not walled."""
+    from flower.core.guard import fork_guard
+
+    guard = fork_guard({"w": None}, leads=["sublead"])
+    fork = {"description": "f", "prompt": "p", "subagent_type": "fork"}
+    assert denial(await decide(guard, main_call("Agent", **fork))) == texts.FORK_DENIAL
+    assert denial(await decide(guard, sub_call("Agent", agent_type="sublead", **fork))) == texts.FORK_DENIAL
+    assert await decide(guard, sub_call("Agent", agent_type="w", **fork)) == {}
+    assert await decide(guard, main_call("Agent", **{**fork, "subagent_type": "w"})) == {}
+    assert await decide(fork_guard({"fork": None}), main_call("Agent", **fork)) == {}
