@@ -36,7 +36,8 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
 from bench._table import hook_us_per_call, median, row
 from flower.core.agent import build_options
-from flower.core.guard import delegate_guard, merge_hooks, spec_guards
+from flower.core.agent import spec_guards
+from flower.core.guard import delegate_guard, merge_hooks
 from flower.core.roles import coordinator, worker
 from flower.core.spill import spill_callback, spill_guard
 from flower.core.workbench import Workbench, index_guard, relay_guard, workbench_hooks

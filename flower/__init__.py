@@ -13,7 +13,8 @@ from flower.core.agent import build_options
 from flower.core.spec import AgentSpec
 from flower.core.compact import CompactPolicy
 from flower.core.events import Event
-from flower.core.guard import delegate_guard, merge_hooks, spec_guards, whitelist_guard
+from flower.core.agent import spec_guards
+from flower.core.guard import delegate_guard, merge_hooks, whitelist_guard
 from flower.core.handoff import HandoffPolicy
 from flower.core.resilience import RetryPolicy, classify
 from flower.core.roles import coordinator, worker

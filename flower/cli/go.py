@@ -234,7 +234,7 @@ def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool,
 def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_goal: bool, rounds: int,
          asks: int | None, timeout: float, isolate: bool, judge_can_run: bool, model: str | None,
          budget: float | None, as_json: bool, verbose: bool) -> None:
-    from flower.core.dispatch import check_isolation
+    from flower.core.agent import check_isolation
     from flower.core.runtime import Runtime
     from flower.flow.signals import guard
     from flower.go.flow import GoOptions, lead_spec, starter_flow

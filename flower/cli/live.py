@@ -33,7 +33,7 @@ from rich.text import Text
 from flower.core.eventinfo import spill_pattern, usage_of
 from flower.core.pricing import message_cost
 from flower.core.events import Event
-from flower.core.handoff import message_context
+from flower.core.pricing import message_context
 from flower.report.text import fit, format_elapsed, format_tokens, sanitize
 
 __all__ = ["LiveView", "spill_pattern"]

@@ -22,17 +22,22 @@ Invariants:
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, SessionStore
 
-from flower.core.guard import merge_hooks, spec_guards
+from flower.core.guard import Hooks, delegate_guard, fork_guard, mcp_guard, merge_hooks, whitelist_guard
+from flower.core.dispatch import MARK
 from flower.core.spec import AgentSpec
 from flower.errors import ConfigError
 
-__all__ = ["BUILTIN_AGENTS", "COORDINATOR_UNUSED", "OPTIONAL_BUILTINS", "build_options", "lean_env", "unused_builtins"]
+__all__ = [
+    "BUILTIN_AGENTS", "COORDINATOR_UNUSED", "OPTIONAL_BUILTINS", "build_options", "check_isolation", "isolated_types",
+    "lean_env", "spec_guards", "unused_builtins",
+]
 
 OPTIONAL_BUILTINS = ("Workflow", "ScheduleWakeup", "ReportFindings", "ListAgents", "Skill")
 """Built-in tools of the bundled CLI that a flower spec never needs unless it names them."""
@@ -138,3 +143,41 @@ def build_options(
         options.session_store = session_store
         options.session_store_flush = flush
     return options
+
+
+def spec_guards(spec: AgentSpec, *, artifacts: str | Path | None = None) -> Hooks:
+    """The walls a spec calls for, derived from the spec alone (B-1)."""
+    if spec.delegate_only:
+        return {"PreToolUse": [delegate_guard(allow_glance=spec.glance, artifacts=artifacts, leads=spec.leads),
+                               mcp_guard(spec.glance_tools, leads=spec.leads),
+                               fork_guard(spec.agents or {}, leads=spec.leads)]}
+    matcher = whitelist_guard(spec.allowed_tools, name=spec.name)
+    return {"PreToolUse": [matcher]} if matcher else {}
+
+
+def isolated_types(spec: AgentSpec) -> frozenset[str]:
+    """The worker types of `spec` whose dispatches are isolated."""
+    return frozenset(name for name, d in (spec.agents or {}).items() if getattr(d, MARK, False))
+
+
+def check_isolation(spec: AgentSpec, workspace: Path) -> None:
+    """Refuse, in one line, isolated workers over a workspace that is not inside a git work tree."""
+    names = isolated_types(spec)
+    if not names:
+        return
+    try:
+        probe = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--is-inside-work-tree"],
+                               capture_output=True, text=True, timeout=30, check=False)
+        inside = probe.returncode == 0 and probe.stdout.strip() == "true"
+        head = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--verify", "--quiet", "HEAD"],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        inside, head = False, None
+    if inside and head is not None and head.returncode != 0:
+        raise ConfigError(f"workspace {workspace} has no commit yet: a git worktree starts from one; commit "
+                          "first, or do not isolate the workers")
+    if not inside:
+        raise ConfigError(
+            f"workspace {workspace} is not a git work tree: isolated workers ({', '.join(sorted(names))}) "
+            "run in git worktrees; run `git init` there and commit, or do not isolate them"
+        )

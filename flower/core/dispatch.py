@@ -12,31 +12,22 @@ work tree is refused before any session starts, since the CLI would only fail th
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Collection, Mapping
-from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
-from flower.core.spec import AgentSpec
-from flower.errors import ConfigError
 
-__all__ = ["Rewrite", "check_isolation", "dispatch_guard", "isolated_types", "isolation_input", "mark_isolated"]
+__all__ = ["MARK", "Rewrite", "dispatch_guard", "isolation_input", "mark_isolated"]
 
 Rewrite = Callable[[Mapping[str, Any]], "dict[str, Any] | None"]
-_MARK = "_flower_isolate"  # an instance attribute, not a dataclass field: the SDK never sends it to the CLI
+MARK = "_flower_isolate"  # an instance attribute, not a dataclass field: the SDK never sends it to the CLI
 
 
 def mark_isolated(definition: AgentDefinition) -> AgentDefinition:
     """Mark a worker definition so that its dispatches run in their own git worktree."""
-    object.__setattr__(definition, _MARK, True)
+    object.__setattr__(definition, MARK, True)
     return definition
-
-
-def isolated_types(spec: AgentSpec) -> frozenset[str]:
-    """The worker types of `spec` whose dispatches are isolated."""
-    return frozenset(name for name, d in (spec.agents or {}).items() if getattr(d, _MARK, False))
 
 
 def isolation_input(tool_input: Mapping[str, Any], isolated: Collection[str]) -> dict[str, Any] | None:
@@ -44,29 +35,6 @@ def isolation_input(tool_input: Mapping[str, Any], isolated: Collection[str]) ->
     if tool_input.get("subagent_type") not in isolated or tool_input.get("isolation") == "worktree":
         return None
     return {**tool_input, "isolation": "worktree"}  # the role decides: a model cannot opt out
-
-
-def check_isolation(spec: AgentSpec, workspace: Path) -> None:
-    """Refuse, in one line, isolated workers over a workspace that is not inside a git work tree."""
-    names = isolated_types(spec)
-    if not names:
-        return
-    try:
-        probe = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--is-inside-work-tree"],
-                               capture_output=True, text=True, timeout=30, check=False)
-        inside = probe.returncode == 0 and probe.stdout.strip() == "true"
-        head = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--verify", "--quiet", "HEAD"],
-                              capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        inside, head = False, None
-    if inside and head is not None and head.returncode != 0:
-        raise ConfigError(f"workspace {workspace} has no commit yet: a git worktree starts from one; commit "
-                          "first, or do not isolate the workers")
-    if not inside:
-        raise ConfigError(
-            f"workspace {workspace} is not a git work tree: isolated workers ({', '.join(sorted(names))}) "
-            "run in git worktrees; run `git init` there and commit, or do not isolate them"
-        )
 
 
 def dispatch_guard(rewrites: list[Rewrite]) -> HookMatcher:

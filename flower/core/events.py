@@ -25,7 +25,7 @@ from claude_agent_sdk import (
 )
 
 from flower.core.eventinfo import usage_of
-from flower.core.handoff import message_context
+from flower.core.pricing import message_context
 
 __all__ = ["Event", "EventKind", "OnEvent", "emit", "to_events"]
 

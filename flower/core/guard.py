@@ -5,7 +5,7 @@ hook input: subagent calls carry `agent_id`, main-thread calls never do (SDK-FAC
 never `disallowed_tools` or `tools=`: both are session-wide and strip the tool from subagents too (S-5).
 
 Invariants:
-- `spec_guards(spec)` derives the walls from the spec alone (B-1): a `delegate_only` spec always gets
+- `spec_guards(spec)` (in the options compiler) derives the walls from the spec alone (B-1): a `delegate_only` spec always gets
   `delegate_guard`, whether or not a workbench exists; a non-delegating spec gets `whitelist_guard` for
   the hands-on tools its `allowed_tools` do not grant. One wall per spec, one wording.
 - The coordinator's glance Bash is judged by `flower.core.glance.is_ephemeral`, the same predicate that
@@ -32,7 +32,6 @@ from typing import Any
 from claude_agent_sdk import HookMatcher
 
 from flower.core import texts
-from flower.core.spec import AgentSpec
 
 __all__ = [
     "HANDS_ON",
@@ -42,7 +41,6 @@ __all__ = [
     "fork_guard",
     "mcp_guard",
     "merge_hooks",
-    "spec_guards",
     "whitelist_guard",
 ]
 
@@ -198,13 +196,3 @@ def fork_guard(agents: Collection[str] = (), *, leads: Collection[str] = ()) -> 
         return _deny(texts.FORK_DENIAL)
 
     return HookMatcher(matcher="Agent|Task", hooks=[guard])
-
-
-def spec_guards(spec: AgentSpec, *, artifacts: str | Path | None = None) -> Hooks:
-    """The walls a spec calls for, derived from the spec alone (B-1)."""
-    if spec.delegate_only:
-        return {"PreToolUse": [delegate_guard(allow_glance=spec.glance, artifacts=artifacts, leads=spec.leads),
-                               mcp_guard(spec.glance_tools, leads=spec.leads),
-                               fork_guard(spec.agents or {}, leads=spec.leads)]}
-    matcher = whitelist_guard(spec.allowed_tools, name=spec.name)
-    return {"PreToolUse": [matcher]} if matcher else {}

@@ -36,6 +36,7 @@ from typing import Any
 from flower.core import texts
 from flower.core.compact import CompactMode, CompactPolicy
 from flower.core.sections import parse_sections
+from flower.core.pricing import message_context
 from flower.core.confined import Confined
 from flower.errors import ConfigError
 
@@ -128,17 +129,6 @@ class HandoffPolicy:
     def warning(self, model: str | None = None, **window: Any) -> int:
         size = self.resolve_window(model, **window)
         return max(0, self.threshold(model, **window) - min(20_000, self.headroom_for(size)))
-
-
-CONTEXT_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-
-
-def message_context(usage: Mapping[str, Any] | None) -> int:
-    """Tokens of context one API message saw: input + cache read + cache creation (S-24). The one
-    definition: the runtime, the stores' `last_context`, the live view and the report all use it."""
-    if not isinstance(usage, Mapping):
-        return 0
-    return sum(value for value in (usage.get(k) for k in CONTEXT_FIELDS) if isinstance(value, int))
 
 
 @dataclass

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["CATALOG", "DEFAULT_TIER", "Tier", "message_cost", "tier_for"]
+__all__ = ["CATALOG", "CONTEXT_FIELDS", "DEFAULT_TIER", "Tier", "message_context", "message_cost", "tier_for"]
 
 
 @dataclass(frozen=True)
@@ -72,3 +73,14 @@ def message_cost(model: str | None, usage: Mapping[str, int]) -> float:
         + usage.get("cache_creation_input_tokens", 0) * tier.cache_write
         + usage.get("cache_read_input_tokens", 0) * tier.cache_read
     ) / 1_000_000
+
+
+CONTEXT_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def message_context(usage: Mapping[str, Any] | None) -> int:
+    """Tokens of context one API message saw: input + cache read + cache creation (S-24). The one
+    definition: the runtime, the stores' `last_context`, the live view and the report all use it."""
+    if not isinstance(usage, Mapping):
+        return 0
+    return sum(value for value in (usage.get(k) for k in CONTEXT_FIELDS) if isinstance(value, int))

@@ -1,7 +1,7 @@
 """Roles: `worker()` defines a subagent, `coordinator()` a main thread that only plans and dispatches (S-1, S-2, S-6).
 
 Roles attach no hooks themselves: the walls follow from the spec (`delegate_only`, `glance`) when it is
-compiled (`flower.core.guard.spec_guards`).
+compiled (`flower.core.agent.spec_guards`).
 
 Invariants:
 - Workers are never downgraded: `model="inherit"` unless asked otherwise (S-1).

@@ -90,7 +90,8 @@ from flower.core.rundir import make_run_dir
 from flower.core.steps import StepResult, append_manifest
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
 from functools import partial
-from flower.core.dispatch import Rewrite, check_isolation, dispatch_guard, isolated_types, isolation_input
+from flower.core.agent import check_isolation, isolated_types
+from flower.core.dispatch import Rewrite, dispatch_guard, isolation_input
 from flower.core.stream import EventStream
 from flower.core.tracing import traced
 

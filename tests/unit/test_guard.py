@@ -9,7 +9,8 @@ import pytest
 from flower.core import texts
 from flower.core.agent import build_options
 from flower.core.spec import AgentSpec
-from flower.core.guard import approve_subagents, delegate_guard, merge_hooks, spec_guards, whitelist_guard
+from flower.core.agent import spec_guards
+from flower.core.guard import approve_subagents, delegate_guard, merge_hooks, whitelist_guard
 from flower.core.roles import coordinator, worker
 from flower.errors import ConfigError
 from tests.data.hooks import SUBAGENT_ID, hook_input

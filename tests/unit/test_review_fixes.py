@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from flower.core.confined import append_text, replace_text
-from flower.core.dispatch import check_isolation, isolation_input
+from flower.core.agent import check_isolation
+from flower.core.dispatch import isolation_input
 from flower.core.roles import coordinator, worker
 from flower.errors import ConfigError
 from flower.flow.durable import isolated_workspace
