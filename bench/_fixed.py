@@ -20,10 +20,10 @@ from typing import Any
 
 from bench._repo import make_repo
 from bench._task import PROMPT
-from flower.core import texts
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
-from flower.core.spec import AgentSpec
+from flower import texts
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
+from flower.agent.spec import AgentSpec
 from flower.testing import ScriptedAPI, text
 
 Parts = dict[str, int]

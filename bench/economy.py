@@ -41,8 +41,8 @@ from bench._fixed import FirstRequest, first_request, listing
 from bench._repo import make_repo, run_suite
 from bench._table import row
 from bench._task import PROMPT, flower_script, flower_spec, plain_script
-from flower.core import texts
-from flower.core.runtime import Runtime
+from flower import texts
+from flower.runtime.runtime import Runtime
 from flower.testing import Request, ScriptedAPI, collect
 
 BENCH = "economy"

@@ -52,10 +52,10 @@ import anyio
 from claude_agent_sdk import ClaudeAgentOptions
 
 from bench._table import row
-from flower.core import texts
-from flower.core.handoff import HandoffPolicy
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
+from flower import texts
+from flower.runtime.handoff import HandoffPolicy
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
 from flower.testing import Request, ScriptedAPI, Step, collect, text, tool_use
 
 BENCH = "endurance"

@@ -26,7 +26,7 @@ from typing import Any
 
 import bashlex
 
-from flower.core import glance
+from flower.walls.glance import judge as glance
 
 BENCH = "glance"
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "unit" / "glance_corpus.py"

@@ -35,12 +35,12 @@ import anyio
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
 from bench._table import hook_us_per_call, median, row
-from flower.core.agent import build_options
-from flower.core.agent import spec_guards
-from flower.core.guard import delegate_guard, merge_hooks
-from flower.core.roles import coordinator, worker
-from flower.core.spill import spill_callback, spill_guard
-from flower.core.workbench import Workbench, index_guard, relay_guard, workbench_hooks
+from flower.agent.options import build_options
+from flower.agent.options import spec_guards
+from flower.walls.guard import delegate_guard, merge_hooks
+from flower.agent.roles import coordinator, worker
+from flower.workbench.spill import spill_callback, spill_guard
+from flower.workbench.bench import Workbench, index_guard, relay_guard, workbench_hooks
 from flower.testing import Request, ScriptedAPI, collect, text, tool_use
 
 BENCH = "guards"

@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 
 from bench._table import median, row
-from flower.core.agent import build_options
-from flower.core.roles import coordinator, worker
+from flower.agent.options import build_options
+from flower.agent.roles import coordinator, worker
 from flower.human.channel import HumanChannel
 from flower.human.mailbox import SqliteMailbox
 from flower.testing import ScriptedAPI, collect, text

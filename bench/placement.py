@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 
 from bench._table import row
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, text
 
 BENCH = "placement"

@@ -97,13 +97,13 @@ def _jsonl(n: int, sources: list[list[str]]) -> str:
 
 def _predicate() -> tuple[Callable[[str], bool], str]:
     try:
-        from flower.core.glance import is_ephemeral
+        from flower.walls.glance.judge import is_ephemeral
     except ImportError:
         return (
             lambda c: (
                 c.split()[:1] in (["ls"], ["pwd"]) or c.split()[:2] in (["git", "status"], ["git", "diff"])
             ),
-            "stand-in predicate (flower.core.glance missing)",
+            "stand-in predicate (flower.walls.glance.judge missing)",
         )
     return is_ephemeral, "glance.is_ephemeral"
 

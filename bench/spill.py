@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bench._table import drive, hook_us_per_call
-from flower.core.spill import spill_callback
-from flower.core.workbench import Workbench
+from flower.workbench.spill import spill_callback
+from flower.workbench.bench import Workbench
 
 BENCH = "spill"
 

@@ -7,7 +7,7 @@ start-up is left out of the case and reported on its own row. Medians of 5 repet
 * `import claude_agent_sdk` — the floor: flower cannot start faster than the SDK it drives;
 * `import flower` + `build_options(coordinator(...))` — what a user's script pays before its first query;
   ratio against the floor;
-* `from flower.core.runtime import Runtime` + the same — the runtime's extra imports (stores, events).
+* `from flower.runtime.runtime import Runtime` + the same — the runtime's extra imports (stores, events).
 
 The interpreter itself (`python -c pass`, timed from outside) is shown for scale. The optional
 `-X importtime` breakdown is printed by `python -m bench.startup --importtime`.
@@ -30,11 +30,11 @@ COMPILE = ("w = worker('Runs tests.', 'You run tests.', tools=['Bash', 'Read']);
 CASES = {
     "import claude_agent_sdk": "import claude_agent_sdk",
     "import flower + build_options(coordinator())":
-        "import flower; from flower.core.agent import build_options; "
-        "from flower.core.roles import coordinator, worker; " + COMPILE,
-    "+ import flower.core.runtime": "import flower; from flower.core.runtime import Runtime; "
-                                    "from flower.core.agent import build_options; "
-                                    "from flower.core.roles import coordinator, worker; " + COMPILE,
+        "import flower; from flower.agent.options import build_options; "
+        "from flower.agent.roles import coordinator, worker; " + COMPILE,
+    "+ import flower.runtime.runtime": "import flower; from flower.runtime.runtime import Runtime; "
+                                    "from flower.agent.options import build_options; "
+                                    "from flower.agent.roles import coordinator, worker; " + COMPILE,
 }
 
 

@@ -19,7 +19,7 @@ import anyio
 from bench._table import row
 from flower.cli.demo import run_demo
 from flower.cli.live import LiveView
-from flower.core import tracing
+from flower.runtime import tracing
 
 BENCH = "tracing"
 

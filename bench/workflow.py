@@ -75,7 +75,7 @@ class _Instant:
         self.__dict__.update(base.__dict__)
 
     async def run(self, spec: Any, prompt: str, **kwargs: Any) -> Any:
-        from flower.core.steps import StepResult
+        from flower.runtime.steps import StepResult
 
         return StepResult(step=kwargs.get("step_name") or spec.name, session_id=None, ok=True, cost_usd=0.0,
                           num_turns=1, text="ok")

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flower.core.agent import build_options
-from flower.core.spec import AgentSpec
-from flower.core.compact import CompactPolicy
-from flower.core.events import Event
-from flower.core.agent import spec_guards
-from flower.core.guard import delegate_guard, merge_hooks, whitelist_guard
-from flower.core.handoff import HandoffPolicy
-from flower.core.resilience import RetryPolicy, classify
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime, StepResult
-from flower.core.spill import spill_guard
-from flower.core.workbench import Workbench, index_guard, relay_guard, workbench_hooks
+from flower.agent.options import build_options
+from flower.agent.spec import AgentSpec
+from flower.agent.compact import CompactPolicy
+from flower.agent.events import Event
+from flower.agent.options import spec_guards
+from flower.walls.guard import delegate_guard, merge_hooks, whitelist_guard
+from flower.runtime.handoff import HandoffPolicy
+from flower.runtime.resilience import RetryPolicy, classify
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime, StepResult
+from flower.workbench.spill import spill_guard
+from flower.workbench.bench import Workbench, index_guard, relay_guard, workbench_hooks
 from flower.errors import ConfigError, FlowerError, ScriptError, StoreError
 from flower.errors import FlowError
 from flower.flow.step import Step, StepAbort, parallel
@@ -39,7 +39,7 @@ from flower.stores.sqlite import SqliteSessionStore
 from flower.stores.validate import validate
 
 if TYPE_CHECKING:
-    from flower.core.glance import is_ephemeral
+    from flower.walls.glance.judge import is_ephemeral
     from flower.stores.postgres import PostgresSessionStore
     from flower.flow.workflow import Context, Workflow
 
@@ -104,7 +104,7 @@ def __getattr__(name: str) -> Any:
 
         return PostgresSessionStore
     if name == "is_ephemeral":
-        from flower.core.glance import is_ephemeral
+        from flower.walls.glance.judge import is_ephemeral
 
         return is_ephemeral
     if name in ("Context", "Workflow"):

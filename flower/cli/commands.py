@@ -188,7 +188,7 @@ def once(
     otlp: str | None = None,
 ) -> None:
     """Run one ad-hoc, non-delegating agent on PROMPT ('-' reads stdin)."""
-    from flower.core.spec import AgentSpec
+    from flower.agent.spec import AgentSpec
 
     allowed = [name.strip() for name in tools.split(",") if name.strip()]
     if not allowed:

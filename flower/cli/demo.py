@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flower.core.events import Event
-from flower.core.handoff import HandoffPolicy
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime, StepResult
+from flower.agent.events import Event
+from flower.runtime.handoff import HandoffPolicy
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime, StepResult
 from flower.stores.rewrite import EphemeralPolicy
 from flower.testing import ScriptedAPI, Usage, text, tool_use
 

@@ -25,7 +25,7 @@ import click
 from rich.console import Console
 
 from flower.cli.launch import check_credentials, cli_env, execute, read_prompt, resolve_target
-from flower.core.events import Event
+from flower.agent.events import Event
 from flower.errors import ConfigError, FlowError, FlowerError
 
 __all__ = ["cancel", "resume", "run", "runs", "worker"]
@@ -113,7 +113,7 @@ def _finish(ctx: Any, runtime: Any, workflow: Any) -> None:
 
 
 def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None = None) -> Any:
-    from flower.core.runtime import Runtime
+    from flower.runtime.runtime import Runtime
 
     return Runtime(workspace, run_dir=run_dir, store=_session_store(store), env=cli_env(), run_id=run_id)
 
@@ -130,7 +130,7 @@ def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None
 def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: str | None, resume: str | None,
         new: bool, verbose: bool) -> None:
     """Run a Workflow or an AgentSpec (or a callable returning one); an unfinished run here continues."""
-    from flower.core.spec import AgentSpec
+    from flower.agent.spec import AgentSpec
     from flower.flow.workflow import Workflow, as_workflow
 
     value, canonical = resolve_target(target)

@@ -35,8 +35,8 @@ import click
 from rich.console import Console
 
 from flower.cli.launch import check_credentials, cli_env, event_json
-from flower.core.confined import read_note, replace_text
-from flower.core.events import Event
+from flower.util.confined import read_note, replace_text
+from flower.agent.events import Event
 from flower.errors import ConfigError
 from flower.report.text import fit, sanitize, wrap
 
@@ -234,8 +234,8 @@ def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool,
 def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_goal: bool, rounds: int,
          asks: int | None, timeout: float, isolate: bool, judge_can_run: bool, model: str | None,
          budget: float | None, as_json: bool, verbose: bool) -> None:
-    from flower.core.agent import check_isolation
-    from flower.core.runtime import Runtime
+    from flower.agent.options import check_isolation
+    from flower.runtime.runtime import Runtime
     from flower.flow.signals import guard
     from flower.go.flow import GoOptions, lead_spec, starter_flow
     from flower.human.channel import HumanChannel

@@ -93,7 +93,7 @@ def resolve_target(target: str) -> tuple[Any, str | None]:
 
 def load_spec(target: str) -> Any:
     """The `AgentSpec` named by `FILE.py:ATTR` or `module:attr` (or returned by a zero-argument callable)."""
-    from flower.core.spec import AgentSpec
+    from flower.agent.spec import AgentSpec
 
     value, _ = resolve_target(target)
     if not isinstance(value, AgentSpec) and callable(value):
@@ -209,12 +209,12 @@ def execute(
     import anyio
 
     from flower.report.rundata import close_store, open_store, resolve_session
-    from flower.core.runtime import Runtime
+    from flower.runtime.runtime import Runtime
     from flower.cli.live import LiveView
     from flower.cli.otel import otlp_tracing
 
     from flower.cli.config import resolve, setting
-    from flower.core.handoff import HandoffPolicy
+    from flower.runtime.handoff import HandoffPolicy
 
     check_credentials(os.environ)
     settings = resolve()  # env > config file > default for what has no flag

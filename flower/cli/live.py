@@ -1,6 +1,6 @@
 """Live progress of a run in the terminal (B-12).
 
-`LiveView.update(event)` consumes `flower.core.events.Event`s (pass it as `on_event`). On a terminal it
+`LiveView.update(event)` consumes `flower.agent.events.Event`s (pass it as `on_event`). On a terminal it
 keeps ONE status area updating in place (rich `Live`): the main thread's context against the handoff
 threshold, the subagents still running, spills, cost and elapsed time; what happens scrolls above it as
 short lines. When stdout is not a terminal it appends plain lines only (a status line after each main-thread
@@ -30,10 +30,10 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from flower.core.eventinfo import spill_pattern, usage_of
-from flower.core.pricing import message_cost
-from flower.core.events import Event
-from flower.core.pricing import message_context
+from flower.agent.eventinfo import spill_pattern, usage_of
+from flower.agent.usage import message_cost
+from flower.agent.events import Event
+from flower.agent.usage import message_context
 from flower.report.text import fit, format_elapsed, format_tokens, sanitize
 
 __all__ = ["LiveView", "spill_pattern"]

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-from flower.core import tracing
+from flower.runtime import tracing
 from flower.errors import ConfigError
 
 __all__ = ["otlp_endpoint", "otlp_tracing"]

@@ -37,11 +37,11 @@ from dbos._error import DBOSException
 from filelock import FileLock, Timeout
 from dbos._error import DBOSStreamTimeoutError
 
-from flower.core import texts
-from flower.core.events import Event, OnEvent, emit
-from flower.core.runtime import Runtime
-from flower.core.spec import AgentSpec
-from flower.core.steps import StepResult
+from flower import texts
+from flower.agent.events import Event, OnEvent, emit
+from flower.runtime.runtime import Runtime
+from flower.agent.spec import AgentSpec
+from flower.runtime.steps import StepResult
 from flower.errors import ConfigError, FlowError, FlowerError
 from flower.flow import engine
 

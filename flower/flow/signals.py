@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from types import FrameType
 from typing import Any
 
-from flower.core.steps import append_manifest
+from flower.runtime.steps import append_manifest
 from flower.flow.durable import Live, live_runs
 
 __all__ = ["REMARK_PROMPT", "guard", "record_interrupted"]

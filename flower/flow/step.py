@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from flower.core.guard import HANDS_ON
-from flower.core.spec import AgentSpec
+from flower.walls.guard import HANDS_ON
+from flower.agent.spec import AgentSpec
 from flower.errors import FlowError
 
 __all__ = ["OnFail", "Parallel", "Step", "StepAbort", "parallel"]

@@ -24,11 +24,11 @@ from typing import Any
 
 import anyio
 
-from flower.core.events import OnEvent
-from flower.core.runtime import Runtime
-from flower.core.spec import AgentSpec
-from flower.core.steps import StepResult
-from flower.core.stream import EventStream
+from flower.agent.events import OnEvent
+from flower.runtime.runtime import Runtime
+from flower.agent.spec import AgentSpec
+from flower.runtime.steps import StepResult
+from flower.runtime.stream import EventStream
 from flower.errors import ConfigError, FlowError, FlowerError
 from flower.flow import durable
 from flower.flow.step import _UNSET, Parallel, Step, StepAbort

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flower.core import texts
-from flower.core.roles import coordinator, worker
-from flower.core.sections import labelled_sections
-from flower.core.spec import AgentSpec
+from flower import texts
+from flower.agent.roles import coordinator, worker
+from flower.util.sections import labelled_sections
+from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 from flower.flow.step import Step
 from flower.flow.workflow import Workflow

@@ -32,9 +32,9 @@ from typing import Any
 
 from claude_agent_sdk import HookMatcher, McpSdkServerConfig
 
-from flower.core import texts
-from flower.core.confined import append_text
-from flower.core.events import Event
+from flower import texts
+from flower.util.confined import append_text
+from flower.agent.events import Event
 from flower.errors import ConfigError
 from flower.human.mailbox import Letter, Mailbox, PostgresMailbox, open_mailbox, pending_questions
 from flower.human.records import Ask, AskState, Mail, stamp

@@ -25,11 +25,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from flower.core import texts
-from flower.core.events import OnEvent
-from flower.core.runtime import Runtime
-from flower.core.spec import AgentSpec
-from flower.core.steps import StepResult
+from flower import texts
+from flower.agent.events import OnEvent
+from flower.runtime.runtime import Runtime
+from flower.agent.spec import AgentSpec
+from flower.runtime.steps import StepResult
 from flower.errors import ConfigError
 from flower.flow.step import Step
 from flower.human.channel import HumanChannel

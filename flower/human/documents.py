@@ -1,7 +1,7 @@
 """Documents a run keeps about its goal: `Brief`, `Goal` and `Verdict` (L-9, L-10).
 
 Each is plain data parsed from what a model wrote, with the shared section parser
-(`flower.core.sections.labelled_sections`): fenced code never reaches a document, an unclosed fence drops the
+(`flower.util.sections.labelled_sections`): fenced code never reaches a document, an unclosed fence drops the
 rest, headings may be written `## X`, `**X**`, `X:` or numbered, in English or Chinese, and the first non-empty
 copy of a section wins. `parse` never raises; `load` returns None for a missing or unreadable file.
 
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from flower.core import texts
-from flower.core.confined import read_note, replace_text
-from flower.core.sections import first_nonempty, labelled_sections
+from flower import texts
+from flower.util.confined import read_note, replace_text
+from flower.util.sections import first_nonempty, labelled_sections
 
 __all__ = ["BRIEF_SECTIONS", "Brief", "Goal", "Verdict", "VerdictState"]
 

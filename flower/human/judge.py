@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from flower.core import texts
-from flower.core.confined import append_text, read_note, replace_text
-from flower.core.events import Event, OnEvent, emit
-from flower.core.spec import AgentSpec
-from flower.core.steps import StepResult
+from flower import texts
+from flower.util.confined import append_text, read_note, replace_text
+from flower.agent.events import Event, OnEvent, emit
+from flower.agent.spec import AgentSpec
+from flower.runtime.steps import StepResult
 from flower.errors import ConfigError
 from flower.flow.step import Step, StepAbort
 from flower.human.channel import HumanChannel

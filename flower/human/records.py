@@ -1,7 +1,7 @@
 """What the human channel keeps: each question (`Ask`) and each message (`Mail`), and how a question ended (L-8).
 
 Plain records; `flower.human.channel.HumanChannel` creates and settles them. `Ask.reply()` is the text the model
-sees as the ask tool's result for each state (all in `flower.core.texts`).
+sees as the ask tool's result for each state (all in `flower.texts`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal
 
-from flower.core import texts
+from flower import texts
 
 __all__ = ["Ask", "AskState", "Mail", "stamp"]
 

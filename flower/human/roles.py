@@ -8,8 +8,8 @@ verdict calls for a human).
 
 from __future__ import annotations
 
-from flower.core import texts
-from flower.core.spec import AgentSpec
+from flower import texts
+from flower.agent.spec import AgentSpec
 from flower.human.channel import HumanChannel
 
 __all__ = ["READ_TOOLS", "clarifier", "goal_setter", "judge"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from claude_agent_sdk import HookMatcher, McpSdkServerConfig, create_sdk_mcp_server, tool
 
-from flower.core import texts
+from flower import texts
 from flower.human.records import Ask
 
 __all__ = ["main_thread_only", "make_server"]

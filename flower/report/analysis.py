@@ -147,7 +147,7 @@ class Report:
     spills: SpillStats
     pruned: PruneStats
     workbench: Any | None
-    """`flower.core.workbench_stats.WorkbenchStats`, when the workbench was found."""
+    """`flower.workbench.stats.WorkbenchStats`, when the workbench was found."""
     workbench_root: str | None
     cost_usd: float | None
     cost_source: Literal["manifest", "cost-state", "unknown"]
@@ -351,7 +351,7 @@ def analyze(
     contexts, generations = _generations(main, frozenset(retired))
     model = last_model(all_main)
     if threshold is None:
-        from flower.core.handoff import HandoffPolicy
+        from flower.runtime.handoff import HandoffPolicy
 
         threshold = HandoffPolicy().threshold(model)
     current = generations[-1] if generations else None

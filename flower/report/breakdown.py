@@ -1,7 +1,7 @@
 """`flower report --by worker|model|day|step`: tokens and cost broken down ccusage-style (B-10).
 
 Every API message of the run counts once (grouped by message id, as the report does), priced with the
-bundled CLI's own price table (`flower.core.pricing`). A subagent's messages count under its worker type,
+bundled CLI's own price table (`flower.agent.usage`). A subagent's messages count under its worker type,
 read from the CLI's record of the dispatch (`agentType` beside `agentId` in the Agent call's result); a
 message belongs to the manifest step whose start..end holds its timestamp.
 
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from flower.core.pricing import message_cost
+from flower.agent.usage import message_cost
 from flower.report.entries import api_messages, message_of, usage_of
 from flower.report.rundata import RunData
 

@@ -24,8 +24,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from flower.core import texts
-from flower.core.eventinfo import denial_reason, spill_of
+from flower import texts
+from flower.agent.eventinfo import denial_reason, spill_of
 from flower.report.entries import blocks_of, is_reply, message_of
 from flower.report.rundata import RunData, strip_listing
 from flower.report.text import fit, sanitize

@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 
-from flower.core import texts
+from flower import texts
 from flower.errors import ConfigError, StoreError
 from flower.stores.jsonl import decode_line
 
@@ -355,8 +355,8 @@ def workbench_stats_of(data: Any) -> Any:
     root = data.workbench_root
     if root is None or not root.is_dir():
         return None
-    from flower.core.workbench import Workbench
-    from flower.core.workbench_stats import workbench_stats
+    from flower.workbench.bench import Workbench
+    from flower.workbench.stats import workbench_stats
 
     workspace = data.workspace if data.workspace is not None else root.parent
     return workbench_stats(Workbench(workspace, root=root), [*data.main.values(), *data.subagents.values()])
@@ -364,7 +364,7 @@ def workbench_stats_of(data: Any) -> Any:
 
 def recorded_threshold(data: Any, window: int | None) -> int | None:
     if window is not None:
-        from flower.core.handoff import HandoffPolicy
+        from flower.runtime.handoff import HandoffPolicy
 
         return HandoffPolicy(window=window).threshold()
     recorded = [row.get("threshold") for row in data.steps if isinstance(row.get("threshold"), int)]

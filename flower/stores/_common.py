@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, cast
 from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.types import SessionKey, SessionListSubkeysKey, SessionStoreEntry, SessionSummaryEntry
 
-from flower.core.pricing import message_context
+from flower.agent.usage import message_context
 from flower.errors import StoredDataError, StoreError
 
 __all__ = [

@@ -37,7 +37,7 @@ import hashlib
 import uuid as uuidlib
 from typing import Any
 
-from flower.core import texts
+from flower import texts
 from flower.errors import ConfigError
 from flower.stores._plan import Plan, RewriteDetail, RewriteReport, run_alone
 from flower.stores._transcript import (

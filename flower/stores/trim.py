@@ -5,7 +5,7 @@ orphan without it), `tool_use_id` and `is_error` stay, the entry and its chain s
 meta entries, and results holding images or documents are never touched (S-20).
 
 **Ephemeral expiry** (on by default). A site is a successful `Bash` result whose command the glance
-predicate calls ephemeral (`flower.core.glance.is_ephemeral`, S-8: the same predicate that lets the
+predicate calls ephemeral (`flower.walls.glance.judge.is_ephemeral`, S-8: the same predicate that lets the
 coordinator run it), and a successful text `Read` result (a Read is `cat` with line numbers: a snapshot of
 a file that the file itself keeps; `reads=False` leaves them). All sites but the newest `keep_recent` get
 one line naming the command (`Read <path>` for a Read) and its age, but only when their body is longer
@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flower.core import texts
-from flower.core.confined import Confined, resolve_inside
+from flower import texts
+from flower.util.confined import Confined, resolve_inside
 from flower.errors import ConfigError, UnsafePathError
 from flower.stores._plan import Plan, RewriteDetail, RewriteReport, run_alone
 from flower.stores._transcript import Entry, TranscriptIndex, is_protected, result_text
@@ -75,7 +75,7 @@ class EphemeralPolicy:
     keep_recent: int = 6
     """How many of the newest glance results keep their body (short results count among them too)."""
     predicate: Callable[[str], bool] | None = None
-    """Which Bash commands expire; None means `flower.core.glance.is_ephemeral` (S-8: one predicate for
+    """Which Bash commands expire; None means `flower.walls.glance.judge.is_ephemeral` (S-8: one predicate for
     "the coordinator may run it" and "its result expires")."""
     reads: bool = True
     """Whether text `Read` results expire too (the file keeps what they showed; reading it again is the
@@ -88,7 +88,7 @@ class EphemeralPolicy:
     def resolved_predicate(self) -> Callable[[str], bool]:
         if self.predicate is not None:
             return self.predicate
-        from flower.core.glance import is_ephemeral  # lazy: glance parses shell, stores should not need it
+        from flower.walls.glance.judge import is_ephemeral  # lazy: glance parses shell, stores should not need it
 
         return is_ephemeral
 

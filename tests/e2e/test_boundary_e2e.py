@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from flower.cli import cli
-from flower.core import texts
+from flower import texts
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = pytest.mark.e2e

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from flower.core import texts
-from flower.core.events import Event
-from flower.core.runtime import Runtime
-from flower.core.spec import AgentSpec
+from flower import texts
+from flower.agent.events import Event
+from flower.runtime.runtime import Runtime
+from flower.agent.spec import AgentSpec
 from flower.human.channel import HumanChannel
 from flower.human.clarify import clarify_step
 from flower.human.documents import Brief, Goal

@@ -10,14 +10,14 @@ import pytest
 from click.testing import CliRunner, Result
 
 from flower.cli import cli
-from flower.core import texts
+from flower import texts
 from flower.testing import ScriptedAPI, Usage, text, tool_use
 
 pytestmark = pytest.mark.e2e
 
 SPEC = """\
 from claude_agent_sdk import AgentDefinition
-from flower.core.spec import AgentSpec
+from flower.agent.spec import AgentSpec
 
 spec = AgentSpec(
     name="e2e", instructions="Look around, then delegate the data.",

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from flower.cli import cli
-from flower.core import texts
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
+from flower import texts
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.e2e]
@@ -75,7 +75,7 @@ def test_a_refused_dispatch_is_not_a_clean_done(scripted_api: ScriptedAPI, tmp_p
 async def test_a_scripted_call_of_a_missing_tool_fails_the_test_naming_the_step(tmp_path: Path, workspace: Path) -> None:
     """Item 15, through the real CLI: the session has no `Reed`; the CLI would answer "No such tool" and the
     run would go on. The fake answers 400 and `assert_done` names the step, once."""
-    from flower.core.spec import AgentSpec
+    from flower.agent.spec import AgentSpec
     from flower.errors import ScriptError
 
     api = ScriptedAPI([tool_use("Reed", {"file_path": "x"}), text("never reached")]).start()
@@ -99,7 +99,7 @@ def test_flower_run_stops_a_401_at_once_naming_the_endpoint(
     from flower.testing import api_error
 
     (tmp_path / "spec.py").write_text(
-        'from flower.core.spec import AgentSpec\nspec = AgentSpec(name="solo", instructions="x")\n')
+        'from flower.agent.spec import AgentSpec\nspec = AgentSpec(name="solo", instructions="x")\n')
     scripted_api.handler = lambda request: api_error(401, "invalid x-api-key")
     env = scripted_api.cli_env(tmp_path / "home")
     ran = CliRunner().invoke(cli, ["run", f"{tmp_path / 'spec.py'}:spec", "-w", str(workspace), "-r",

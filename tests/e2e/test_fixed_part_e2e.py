@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from flower.core.agent import build_options
-from flower.core.roles import coordinator, worker
+from flower.agent.options import build_options
+from flower.agent.roles import coordinator, worker
 from flower.testing import ScriptedAPI, collect, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 
-from flower.core.events import Event
-from flower.core.handoff import HandoffPolicy
-from flower.core.resilience import RetryPolicy
-from flower.core.runtime import Runtime
-from flower.core.spec import AgentSpec
+from flower.agent.events import Event
+from flower.runtime.handoff import HandoffPolicy
+from flower.runtime.resilience import RetryPolicy
+from flower.runtime.runtime import Runtime
+from flower.agent.spec import AgentSpec
 from flower.testing import Reply, ScriptedAPI, Text, Usage, api_error, prompt_too_long, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

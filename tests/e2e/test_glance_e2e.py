@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from claude_agent_sdk import InMemorySessionStore, create_sdk_mcp_server, tool
 
-from flower.core import texts
-from flower.core.agent import build_options
-from flower.core.glance import is_ephemeral
-from flower.core.roles import coordinator, worker
+from flower import texts
+from flower.agent.options import build_options
+from flower.walls.glance.judge import is_ephemeral
+from flower.agent.roles import coordinator, worker
 from flower.testing import ScriptedAPI, collect, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from claude_agent_sdk import AgentDefinition
 
-from flower.core import texts
-from flower.core.events import Event
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
+from flower import texts
+from flower.agent.events import Event
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
 from flower.human.channel import HumanChannel
 from flower.testing import ScriptedAPI, text, tool_use
 

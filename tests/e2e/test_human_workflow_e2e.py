@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from flower.core import texts
-from flower.core.events import Event
-from flower.core.runtime import Runtime
-from flower.core.spec import AgentSpec
+from flower import texts
+from flower.agent.events import Event
+from flower.runtime.runtime import Runtime
+from flower.agent.spec import AgentSpec
 from flower.flow import engine
 from flower.flow.step import Step
 from flower.flow.workflow import Workflow

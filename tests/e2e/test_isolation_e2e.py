@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
 from flower.errors import ConfigError
 from flower.testing import ScriptedAPI, text, tool_use
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from claude_agent_sdk import project_key_for_directory
 
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
 from flower.stores.sqlite import SqliteSessionStore
 from flower.testing import ScriptedAPI, text, tool_use
 
@@ -26,8 +26,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 CHILD = """
 import sys, anyio
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
 import json
 env = json.loads(sys.argv[3])
 spec = coordinator("lead", "Goal: run the long job.", {"runner": worker("runs long jobs", "You run jobs.")})

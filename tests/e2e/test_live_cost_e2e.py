@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from flower.cli.live import LiveView
-from flower.core.events import Event
-from flower.core.pricing import message_cost
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
+from flower.agent.events import Event
+from flower.agent.usage import message_cost
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, Usage, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -14,8 +14,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
 from flower.stores.postgres import PostgresSessionStore
 from flower.stores.rewrite import EphemeralPolicy
 from flower.testing import ScriptedAPI, text, tool_use

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from flower.core import texts
-from flower.core.events import Event
-from flower.core.refresh import RefreshPolicy
-from flower.core.runtime import Runtime
-from flower.core.spec import AgentSpec
+from flower import texts
+from flower.agent.events import Event
+from flower.runtime.refresh import RefreshPolicy
+from flower.runtime.runtime import Runtime
+from flower.agent.spec import AgentSpec
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

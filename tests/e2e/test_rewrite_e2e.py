@@ -44,7 +44,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import SessionKey
 
-from flower.core import texts
+from flower import texts
 from flower.stores.rewrite import EphemeralPolicy, PruningSessionStore
 from flower.stores.sqlite import SqliteSessionStore
 from flower.stores.validate import validate

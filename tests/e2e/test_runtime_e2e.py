@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from flower.core.spec import AgentSpec
-from flower.core.compact import CompactPolicy
-from flower.core.events import Event
-from flower.core.handoff import HandoffPolicy
-from flower.core.resilience import RetryPolicy
-from flower.core.runtime import Runtime
+from flower.agent.spec import AgentSpec
+from flower.agent.compact import CompactPolicy
+from flower.agent.events import Event
+from flower.runtime.handoff import HandoffPolicy
+from flower.runtime.resilience import RetryPolicy
+from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, Usage, api_error, prompt_too_long, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -196,7 +196,7 @@ async def test_workers_act_unattended_even_without_glance(
 ) -> None:
     """With glance off, Bash is not approved session-wide; the runtime's approving hook lets the worker act
     (otherwise "requires approval" with nobody to ask) while the main thread stays walled."""
-    from flower.core.roles import coordinator, worker
+    from flower.agent.roles import coordinator, worker
 
     made = workspace / "made.txt"
     scripted_api.script(
@@ -241,7 +241,7 @@ async def test_a_users_deny_hook_still_wins_over_the_unattended_approval(
     """The approving hook says "allow" for every subagent call; a deny from another hook must win."""
     from claude_agent_sdk import HookMatcher
 
-    from flower.core.roles import coordinator, worker
+    from flower.agent.roles import coordinator, worker
 
     async def no_rm(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
         if "rm " in str((input_data.get("tool_input") or {}).get("command", "")):

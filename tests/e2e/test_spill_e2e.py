@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
-from flower.core import texts
-from flower.core.guard import merge_hooks
-from flower.core.spill import HEAD_CHARS, spill_guard
-from flower.core.workbench import Workbench
+from flower import texts
+from flower.walls.guard import merge_hooks
+from flower.workbench.spill import HEAD_CHARS, spill_guard
+from flower.workbench.bench import Workbench
 from flower.testing import ScriptedAPI, collect, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

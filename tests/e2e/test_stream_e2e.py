@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from flower.core.events import Event
-from flower.core.runtime import Runtime
-from flower.core.spec import AgentSpec
+from flower.agent.events import Event
+from flower.runtime.runtime import Runtime
+from flower.agent.spec import AgentSpec
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

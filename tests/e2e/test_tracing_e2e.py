@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from flower.cli.demo import run_demo  # noqa: E402
-from flower.core import tracing  # noqa: E402
+from flower.runtime import tracing  # noqa: E402
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

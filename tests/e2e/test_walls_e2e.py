@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from claude_agent_sdk import InMemorySessionStore
 
-from flower.core.agent import build_options
-from flower.core.spec import AgentSpec
-from flower.core.roles import coordinator, worker
+from flower.agent.options import build_options
+from flower.agent.spec import AgentSpec
+from flower.agent.roles import coordinator, worker
 from flower.testing import ScriptedAPI, collect, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -111,7 +111,7 @@ async def test_a_lean_coordinator_pays_only_for_tools_someone_names(
     scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
 ) -> None:
     """The optional built-ins nobody names leave every main request; the worker's own tools stay."""
-    from flower.core.agent import OPTIONAL_BUILTINS
+    from flower.agent.options import OPTIONAL_BUILTINS
 
     made = workspace / "made.txt"
     sizes = {}

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from flower.core.spec import AgentSpec
-from flower.core.roles import coordinator, worker
-from flower.core.runtime import Runtime
-from flower.core.workbench import Workbench
+from flower.agent.spec import AgentSpec
+from flower.agent.roles import coordinator, worker
+from flower.runtime.runtime import Runtime
+from flower.workbench.bench import Workbench
 from flower.testing import Request, ScriptedAPI, collect, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from claude_agent_sdk import AgentDefinition
 
-from flower.core.events import Event
-from flower.core.resilience import RetryPolicy
-from flower.core.runtime import Runtime
-from flower.core.spec import AgentSpec
+from flower.agent.events import Event
+from flower.runtime.resilience import RetryPolicy
+from flower.runtime.runtime import Runtime
+from flower.agent.spec import AgentSpec
 from flower.testing import ScriptedAPI, api_error, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

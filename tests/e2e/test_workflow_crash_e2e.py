@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from flower.core import texts
+from flower import texts
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.e2e]

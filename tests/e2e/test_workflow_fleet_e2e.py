@@ -21,7 +21,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from flower.core import texts
+from flower import texts
 from flower.flow import engine
 from flower.testing import ScriptedAPI, text
 

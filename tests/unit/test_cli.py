@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 
 from flower.cli.launch import check_credentials
 from flower.cli import cli
-from flower.core import texts
+from flower import texts
 from flower.errors import ConfigError
 from flower.cli.live import LiveView
 from flower.report.text import sanitize
@@ -89,7 +89,7 @@ def run_dir(tmp_path: Path) -> Path:
 def test_run_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "spec.py").write_text(
-        "from flower.core.spec import AgentSpec\nX = 3\n"
+        "from flower.agent.spec import AgentSpec\nX = 3\n"
         "def broken():\n    raise RuntimeError('boom\\nsecond line')\n"
     )
     (tmp_path / "bad.py").write_text("def f(:\n")
@@ -112,7 +112,7 @@ def test_load_spec_accepts_files_modules_callables_and_dotted_names(
     from flower.cli.launch import load_spec
 
     body = (
-        "from flower.core.spec import AgentSpec\n"
+        "from flower.agent.spec import AgentSpec\n"
         "from helper import NAME\n"  # a neighbour of the spec file is importable
         "spec = AgentSpec(name=NAME, instructions='i')\n"
         "def build():\n    return AgentSpec(name='built', instructions='i')\n"
@@ -134,7 +134,7 @@ def test_load_spec_accepts_files_modules_callables_and_dotted_names(
 
 def test_missing_credentials_stop_a_real_run(tmp_path: Path) -> None:
     (tmp_path / "spec.py").write_text(
-        "from flower.core.spec import AgentSpec\nspec = AgentSpec(name='s', instructions='i')\n"
+        "from flower.agent.spec import AgentSpec\nspec = AgentSpec(name='s', instructions='i')\n"
     )
     env: dict[str, str | None] = {
         name: None
@@ -326,8 +326,8 @@ def test_every_command_has_help_and_is_documented() -> None:
 
 DRIVER = r"""
 import sys
-from flower.core import texts
-from flower.core.events import Event as E
+from flower import texts
+from flower.agent.events import Event as E
 from flower.cli.live import LiveView
 
 pointer = texts.SPILL_POINTER.format(chars=6000, path="/ws/.flower/spill/ab.txt")
@@ -431,7 +431,7 @@ def test_sanitize_removes_every_escape_form() -> None:
 def test_live_view_tracks_subagents_spills_cost_and_handoffs() -> None:
     import io
 
-    from flower.core.events import Event
+    from flower.agent.events import Event
 
     sink = io.StringIO()
     view = LiveView(threshold=1000, file=sink, live=False, clock=lambda: 0.0)

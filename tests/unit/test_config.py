@@ -70,7 +70,7 @@ def test_every_environment_variable_is_documented() -> None:
 def test_the_handoff_threshold_setting_reaches_the_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`handoff_at` in flower.toml (or FLOWER_HANDOFF_AT) becomes HandoffPolicy(at=) for run and once."""
     from flower.cli.config import resolve, setting
-    from flower.core.handoff import HandoffPolicy
+    from flower.runtime.handoff import HandoffPolicy
 
     (tmp_path / "flower.toml").write_text("handoff_at = 35000\n")
     monkeypatch.chdir(tmp_path)

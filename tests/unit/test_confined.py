@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from flower.core.confined import Confined, resolve_inside
-from flower.core.handoff import save_handoff
-from flower.core.spill import LOG_NAME, spill_callback
-from flower.core.workbench import Workbench
+from flower.util.confined import Confined, resolve_inside
+from flower.runtime.handoff import save_handoff
+from flower.workbench.spill import LOG_NAME, spill_callback
+from flower.workbench.bench import Workbench
 from flower.errors import FlowerError, UnsafePathError
 from flower.stores.trim import TrimPolicy, spill_text, trim_results
 from tests.data.hooks import hook_input

@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flower.core import texts
-from flower.core.sections import labelled_sections
+from flower import texts
+from flower.util.sections import labelled_sections
 from flower.human.documents import Brief, Goal, Verdict
 
 FULL = """Here is the brief.

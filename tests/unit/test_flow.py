@@ -111,7 +111,7 @@ def test_a_parallel_writer_gets_a_git_worktree_in_a_repository_else_a_copy(tmp_p
 def test_a_step_writes_when_any_agent_in_its_tree_can() -> None:
     """A parallel step gets its own workspace when anything in it may change files: a coordinator without
     glance allows no hands-on tool itself, but its workers do; Monitor and PowerShell run commands."""
-    from flower.core.roles import coordinator, worker
+    from flower.agent.roles import coordinator, worker
 
     reader = worker("reads", "You read.", tools=["Read", "Grep"])
     assert not Step("r", coordinator("lead", "g", {"r": reader}, glance=False), "x").writes
@@ -127,7 +127,7 @@ def test_a_step_writes_when_any_agent_in_its_tree_can() -> None:
 
 def test_a_scoped_rule_for_a_writing_tool_writes() -> None:
     """`Bash(make:*)` in allowed_tools runs make: the step writes (its parallel copies need own workspaces)."""
-    from flower.core.spec import AgentSpec
+    from flower.agent.spec import AgentSpec
     from flower.flow.step import Step
 
     spec = AgentSpec(name="b", instructions="build", allowed_tools=["Read", "Bash(make:*)"])

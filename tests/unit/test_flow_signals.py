@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from flower.core.runtime import Runtime
+from flower.runtime.runtime import Runtime
 from flower.flow import durable
 from flower.flow.signals import REMARK_PROMPT, guard
 

@@ -15,17 +15,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flower.core import glance, texts
-from flower.core.glance import COMMANDS, describe_refusal, is_ephemeral
-from flower.core.glance_options import Word, parse
-from flower.core.glance_paths import device_word, numeric_local
-from flower.core.glance_jq import jq_program_ok
-from flower.core.glance_rules import Rule, awk_program_ok, sed_script_ok
-from flower.core.guard import delegate_guard
+from flower.walls.glance import judge as glance
+
+from flower import texts
+from flower.walls.glance.judge import COMMANDS, describe_refusal, is_ephemeral
+from flower.walls.glance.options import Word, parse
+from flower.walls.glance.paths import device_word, numeric_local
+from flower.walls.glance.jq import jq_program_ok
+from flower.walls.glance.rules import Rule, awk_program_ok, sed_script_ok
+from flower.walls.guard import delegate_guard
 from flower.stores.trim import EphemeralPolicy
 from tests.unit.glance_corpus import ALLOWED, REFUSED
 
-FLOWER = Path(glance.__file__).resolve().parents[1]
+FLOWER = Path(glance.__file__).resolve().parents[2]
 
 
 # --- the corpus ---------------------------------------------------------------------------------
@@ -127,7 +129,7 @@ def test_only_the_glance_module_parses_shell() -> None:
             module = node.module if isinstance(node, ast.ImportFrom) else None
             if "bashlex" in names or (module or "").startswith("bashlex"):
                 importers.append(path.relative_to(FLOWER).as_posix())
-    assert importers == ["core/glance.py"]
+    assert importers == ["walls/glance/judge.py"]
 
 
 # --- never raises, bounded ------------------------------------------------------------------------

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from flower.core import texts
-from flower.core.agent import build_options
-from flower.core.spec import AgentSpec
-from flower.core.agent import spec_guards
-from flower.core.guard import approve_subagents, delegate_guard, merge_hooks, whitelist_guard
-from flower.core.roles import coordinator, worker
+from flower import texts
+from flower.agent.options import build_options
+from flower.agent.spec import AgentSpec
+from flower.agent.options import spec_guards
+from flower.walls.guard import approve_subagents, delegate_guard, merge_hooks, whitelist_guard
+from flower.agent.roles import coordinator, worker
 from flower.errors import ConfigError
 from tests.data.hooks import SUBAGENT_ID, hook_input
 
@@ -169,7 +169,7 @@ async def test_unattended_approval_covers_subagents_only() -> None:
 
 def test_lean_specs_leave_out_optional_builtins_nobody_names() -> None:
     """Not a wall (S-5): only tools that neither the spec nor any agent names are left out."""
-    from flower.core.agent import BUILTIN_AGENTS, COORDINATOR_UNUSED, OPTIONAL_BUILTINS, unused_builtins
+    from flower.agent.options import BUILTIN_AGENTS, COORDINATOR_UNUSED, OPTIONAL_BUILTINS, unused_builtins
 
     lead = coordinator("lead", "goal", {"w": worker("works", "work", tools=["Read", "Write", "Bash"])})
     agents = [f"Agent({kind})" for kind in BUILTIN_AGENTS]
@@ -311,7 +311,7 @@ async def test_an_option_value_naming_a_fifo_is_refused(tmp_path: Any) -> None:
 async def test_a_glance_may_not_ask_for_a_long_timeout_or_read_a_huge_file(tmp_path: Any) -> None:
     """Issue #16 item 4: the Bash tool's `timeout` is lowered to two minutes for a glance, and a reader
     may not open a (sparse) file over 2 GiB."""
-    from flower.core.guard import GLANCE_TIMEOUT_MS
+    from flower.walls.guard import GLANCE_TIMEOUT_MS
 
     guard = delegate_guard(allow_glance=True)
     out = await decide(guard, main_call("Bash", command="ls", timeout=600_000))
@@ -411,7 +411,7 @@ async def test_a_separate_option_value_naming_a_huge_file_is_refused(tmp_path: A
 async def test_a_coordinator_cannot_fork_itself() -> None:
     """A fork is the coordinator as a subagent, with every session tool and no worker rules: denied on the
     main thread and in leads; a worker the spec itself calls "fork" is dispatched; subagents are not walled."""
-    from flower.core.guard import fork_guard
+    from flower.walls.guard import fork_guard
 
     guard = fork_guard({"w": None}, leads=["sublead"])
     fork = {"description": "f", "prompt": "p", "subagent_type": "fork"}

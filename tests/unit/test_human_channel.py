@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from flower.core import texts
-from flower.core.events import Event
+from flower import texts
+from flower.agent.events import Event
 from flower.human.channel import HumanChannel
 from flower.human.mailbox import SqliteMailbox, pending_questions
 

@@ -5,9 +5,9 @@ Not a wall (S-5): only what nobody in the spec can use goes; the walls stay hook
 
 from __future__ import annotations
 
-from flower.core.agent import COORDINATOR_UNUSED, build_options, lean_env, unused_builtins
-from flower.core.roles import coordinator, worker
-from flower.core.spec import AgentSpec
+from flower.agent.options import COORDINATOR_UNUSED, build_options, lean_env, unused_builtins
+from flower.agent.roles import coordinator, worker
+from flower.agent.spec import AgentSpec
 
 MEMORY_OFF = {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from flower.cli.live import LiveView
-from flower.core.events import Event
+from flower.agent.events import Event
 
 
 def view() -> tuple[LiveView, io.StringIO]:

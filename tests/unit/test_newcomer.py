@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flower.core.rundir import make_run_dir
+from flower.util.rundir import make_run_dir
 from tests.unit.test_cli import GLANCE_ID, REPO, assert_one_line_error, invoke, run_dir  # noqa: F401
 
 

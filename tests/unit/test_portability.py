@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import flower
-from flower.core.steps import append_manifest
+from flower.runtime.steps import append_manifest
 
 POSIX_ONLY = {"fcntl", "termios", "tty", "pty", "resource", "grp", "pwd"}
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flower.core.refresh import RefreshPolicy
+from flower.runtime.refresh import RefreshPolicy
 from flower.errors import ConfigError
 
 
@@ -46,8 +46,8 @@ async def test_a_refresh_waits_for_running_tasks_and_then_for_what_was_missing(
     """A refresh ends the CLI process, and background workers with it: none while one runs. After a check
     that says "not yet", the next waits for what was missing. (What counts as stale, minus what the resume
     already dropped, is the e2e test's: `tests/e2e/test_refresh_e2e.py` fails without the subtraction.)"""
-    from flower.core.handoff import ContextMeter
-    from flower.core.runtime import Runtime, _Attempt, _Tally
+    from flower.runtime.handoff import ContextMeter
+    from flower.runtime.runtime import Runtime, _Attempt, _Tally
 
     runtime = Runtime(tmp_path, run_dir=tmp_path / "runs", refresh=RefreshPolicy(min_tokens=1_000, share=0.1))
     stale = {"tokens": 5_000}
@@ -72,7 +72,7 @@ async def test_a_refresh_waits_for_running_tasks_and_then_for_what_was_missing(
 def _scripted_drive(tmp_path: Path, attempts: list, seen: list) -> object:  # type: ignore[type-arg]
     """A Runtime whose attempts are scripted: each entry is (setup(tally), _Attempt); `seen` gets
     (message, tally.next_refresh) at the start of each attempt."""
-    from flower.core.runtime import Runtime
+    from flower.runtime.runtime import Runtime
 
     runtime = Runtime(tmp_path, run_dir=tmp_path / "runs", refresh=RefreshPolicy(min_tokens=1_000, share=0.1))
     queue = list(attempts)
@@ -91,8 +91,8 @@ def _scripted_drive(tmp_path: Path, attempts: list, seen: list) -> object:  # ty
 async def test_a_handoff_starts_the_refresh_checks_afresh(tmp_path: Path) -> None:
     """The next check's context belongs to the retired generation: a new one starting far below it must
     not wait for it (it may never get there before its own handoff)."""
-    from flower.core.runtime import _Attempt
-    from flower.core.spec import AgentSpec
+    from flower.runtime.runtime import _Attempt
+    from flower.agent.spec import AgentSpec
 
     def checked(runtime, tally) -> None:  # type: ignore[no-untyped-def]
         tally.next_refresh = 185_000
@@ -108,8 +108,8 @@ async def test_a_handoff_starts_the_refresh_checks_afresh(tmp_path: Path) -> Non
 @pytest.mark.anyio
 async def test_an_interrupt_that_lands_on_a_refresh_is_delivered(tmp_path: Path) -> None:
     """Runtime.interrupt during the turn a refresh stops: the resume carries the user's message (L-5)."""
-    from flower.core.runtime import _Attempt
-    from flower.core.spec import AgentSpec
+    from flower.runtime.runtime import _Attempt
+    from flower.agent.spec import AgentSpec
 
     def interrupted(runtime, tally) -> None:  # type: ignore[no-untyped-def]
         runtime._interrupt = "look at the parser first"
@@ -128,7 +128,7 @@ def test_running_tasks_are_tracked_until_a_terminal_message() -> None:
     completed and notified; a stopped background task may end with the update alone (SDK docs)."""
     from claude_agent_sdk import TaskNotificationMessage, TaskStartedMessage, TaskUpdatedMessage
 
-    from flower.core.runtime import _Attempt, _track_tasks
+    from flower.runtime.runtime import _Attempt, _track_tasks
 
     attempt = _Attempt(session_id="s", background={"toolu_bg"})  # a background Agent call, task not known yet
 

@@ -227,7 +227,7 @@ def test_slope_is_least_squares_and_projects_turns_to_the_threshold() -> None:
 def test_default_threshold_comes_from_the_handoff_policy_for_the_model(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from flower.core.handoff import HandoffPolicy
+    from flower.runtime.handoff import HandoffPolicy
 
     monkeypatch.delenv("FLOWER_WINDOW", raising=False)
     report = analyze(main_session(), {})

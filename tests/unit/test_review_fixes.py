@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from flower.core.confined import append_text, replace_text
-from flower.core.agent import check_isolation
-from flower.core.dispatch import isolation_input
-from flower.core.roles import coordinator, worker
+from flower.util.confined import append_text, replace_text
+from flower.agent.options import check_isolation
+from flower.walls.dispatch import isolation_input
+from flower.agent.roles import coordinator, worker
 from flower.errors import ConfigError
 from flower.flow.durable import isolated_workspace
 from flower.human.channel import HumanChannel
@@ -82,7 +82,7 @@ def test_questions_of_a_dead_process_are_closed_when_the_run_is_attached_again(t
 
 
 def test_notes_flower_reads_back_are_never_devices_fifos_or_symlinks(tmp_path: Path) -> None:
-    from flower.core.confined import read_note
+    from flower.util.confined import read_note
     from flower.human.documents import Brief
 
     os.symlink("/dev/zero", tmp_path / "brief.md")  # a hostile repository's committed brief

@@ -24,7 +24,7 @@ from data.transcripts import (
     tool_use,
 )
 
-from flower.core import texts
+from flower import texts
 from flower.errors import ConfigError
 from flower.stores.rewrite import (
     EphemeralPolicy,
@@ -225,8 +225,8 @@ def test_expiry_decision_survives_a_pass_that_counts_fewer_rounds() -> None:
 
 
 def test_expiry_default_predicate_is_glance() -> None:
-    """EphemeralPolicy(predicate=None) means flower.core.glance.is_ephemeral (S-8: one predicate)."""
-    glance_module = pytest.importorskip("flower.core.glance", reason="flower.core.glance not written yet")
+    """EphemeralPolicy(predicate=None) means flower.walls.glance.judge.is_ephemeral (S-8: one predicate)."""
+    glance_module = pytest.importorskip("flower.walls.glance.judge", reason="flower.walls.glance.judge not written yet")
     assert EphemeralPolicy().resolved_predicate() is glance_module.is_ephemeral
 
 

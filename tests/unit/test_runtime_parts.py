@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock, ToolUseBlock, UserMessage
 
-from flower.core.compact import CompactPolicy
-from flower.core.events import Event, emit, to_events
-from flower.core.handoff import (
+from flower.agent.compact import CompactPolicy
+from flower.agent.events import Event, emit, to_events
+from flower.runtime.handoff import (
     ContextMeter,
     HandoffPolicy,
     is_context_overflow,
@@ -19,7 +19,7 @@ from flower.core.handoff import (
     parse_handoff,
     save_handoff,
 )
-from flower.core.resilience import RetryPolicy, classify, endpoint_reachable
+from flower.runtime.resilience import RetryPolicy, classify, endpoint_reachable
 from flower.errors import ConfigError
 
 
@@ -158,7 +158,7 @@ def test_a_failing_callback_never_kills_the_run() -> None:
 
 
 def _append_rows(run_dir: str, writer: int, count: int) -> None:
-    from flower.core.runtime import append_manifest
+    from flower.runtime.runtime import append_manifest
 
     for i in range(count):
         append_manifest(Path(run_dir), {"run_id": f"run-{writer}", "i": i})
@@ -183,7 +183,7 @@ def test_parallel_processes_never_lose_manifest_rows(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_manifest_is_kept_aside_not_overwritten(tmp_path: Path) -> None:
-    from flower.core.runtime import append_manifest
+    from flower.runtime.runtime import append_manifest
 
     (tmp_path / "manifest.json").write_text("{broken")
     append_manifest(tmp_path, {"run_id": "r"})
@@ -196,7 +196,7 @@ def test_an_unreadable_manifest_is_kept_aside_not_overwritten(tmp_path: Path) ->
 
 def test_unicode_step_names_get_distinct_readable_handoff_files(tmp_path: Path) -> None:
     """Item 4: 调研 and 干活 used to map to one file and archive each other."""
-    from flower.core.handoff import handoff_name
+    from flower.runtime.handoff import handoff_name
 
     notes = tmp_path / "notes"
     one, two = save_handoff(notes, "调研", "research"), save_handoff(notes, "干活", "work")
@@ -218,7 +218,7 @@ def test_overflow_is_recognised_by_code_and_shape_first(error: str) -> None:
 
 
 def test_overflow_names_the_window() -> None:
-    from flower.core.handoff import overflow_window
+    from flower.runtime.handoff import overflow_window
 
     assert overflow_window("prompt is too long: 210000 tokens > 200000 maximum") == 200_000
     assert overflow_window("input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000") == 200_000
@@ -268,7 +268,7 @@ def test_a_quota_429_is_final_not_a_rate_limit() -> None:
 
 def test_the_probe_also_checks_the_default_host() -> None:
     """Item 10: with ANTHROPIC_BASE_URL unset the endpoint is the default API host, not "always up"."""
-    from flower.core.resilience import DEFAULT_ENDPOINT, endpoint_of
+    from flower.runtime.resilience import DEFAULT_ENDPOINT, endpoint_of
 
     assert endpoint_of({}) == DEFAULT_ENDPOINT and endpoint_of({"ANTHROPIC_BASE_URL": "http://x:1"}) == "http://x:1"
     assert RetryPolicy(probe_timeout=5).probe_timeout == 5
@@ -278,7 +278,7 @@ def test_the_probe_also_checks_the_default_host() -> None:
 
 def test_runtimes_made_together_get_distinct_run_ids(tmp_path: Path) -> None:
     """Item 11."""
-    from flower.core.runtime import Runtime
+    from flower.runtime.runtime import Runtime
 
     ids = {Runtime(tmp_path, run_dir=tmp_path / "runs", workbench=False).run_id for _ in range(5)}
     assert len(ids) == 5
@@ -297,8 +297,8 @@ def test_a_model_other_than_the_specs_is_warned_about_and_sets_the_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Item 3: the gateway serves another model than the spec names: say so, and follow its window."""
-    from flower.core.runtime import Runtime
-    from flower.core.spec import AgentSpec
+    from flower.runtime.runtime import Runtime
+    from flower.agent.spec import AgentSpec
 
     monkeypatch.delenv("FLOWER_WINDOW", raising=False)
     rt = Runtime(tmp_path, run_dir=tmp_path / "runs", workbench=False, env={"ANTHROPIC_MODEL": ""})
@@ -314,7 +314,7 @@ def test_a_model_other_than_the_specs_is_warned_about_and_sets_the_window(
 def test_behind_a_proxy_the_proxy_is_probed() -> None:
     """Item 10: with ANTHROPIC_BASE_URL unset the default host is probed, unless the CLI goes through a proxy
     for it (a direct probe would fail while the CLI works)."""
-    from flower.core.resilience import DEFAULT_ENDPOINT, probe_target
+    from flower.runtime.resilience import DEFAULT_ENDPOINT, probe_target
 
     assert probe_target({}) == DEFAULT_ENDPOINT
     assert probe_target({"HTTPS_PROXY": "proxy.corp:3128"}) == "http://proxy.corp:3128"

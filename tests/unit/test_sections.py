@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flower.core.sections import headings, parse_sections, render_sections, section_key
+from flower.util.sections import headings, parse_sections, render_sections, section_key
 
 DOC = """Intro line.
 

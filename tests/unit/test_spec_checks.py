@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from flower.core.roles import coordinator, worker
-from flower.core.spec import AgentSpec
+from flower.agent.roles import coordinator, worker
+from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from claude_agent_sdk import HookMatcher
 
-from flower.core import confined as confined_mod
-from flower.core import spill as spill_mod
-from flower.core import texts
-from flower.core.spill import BULKY, HEAD_CHARS, spill_callback, spill_guard
-from flower.core.workbench import Workbench
+from flower.util import confined as confined_mod
+from flower.workbench import spill as spill_mod
+from flower import texts
+from flower.workbench.spill import BULKY, HEAD_CHARS, spill_callback, spill_guard
+from flower.workbench.bench import Workbench
 from flower.errors import ConfigError
 from tests.data.hooks import hook_input
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from flower.cli.otel import otlp_endpoint
-from flower.core import texts
-from flower.core.eventinfo import denial_reason, dispatch_of, spill_of, usage_of
+from flower import texts
+from flower.agent.eventinfo import denial_reason, dispatch_of, spill_of, usage_of
 from flower.errors import ConfigError
 
 
@@ -33,7 +33,7 @@ def test_event_readings() -> None:
 
 
 def test_pricing_follows_the_clis_catalog() -> None:
-    from flower.core.pricing import DEFAULT_TIER, message_cost, tier_for
+    from flower.agent.usage import DEFAULT_TIER, message_cost, tier_for
 
     assert tier_for("claude-opus-5-5") != tier_for("claude-opus-5")  # the longest id wins
     assert tier_for("claude-opus-4-1-20250805").input == 15 and tier_for("claude-sonnet-4-5-20250929").input == 3
@@ -52,8 +52,8 @@ def test_span_recorder_on_synthetic_events_retry_and_unfinished_calls() -> None:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.trace import StatusCode
 
-    from flower.core.events import Event
-    from flower.core.tracing import SpanRecorder
+    from flower.agent.events import Event
+    from flower.runtime.tracing import SpanRecorder
 
     memory = InMemorySpanExporter()
     provider = TracerProvider()

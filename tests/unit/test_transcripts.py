@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from data.transcripts import TRANSCRIPTS, real_transcripts, transcript_id
 
-from flower.core import texts
+from flower import texts
 from flower.stores.jsonl import read_jsonl
 from flower.stores.prune import find_interrupted
 from flower.stores.rewrite import EphemeralPolicy, TrimPolicy, rewrite
@@ -62,7 +62,7 @@ BAD_LINES = {
 def predicate() -> Callable[[str], bool]:
     """glance.is_ephemeral once it exists; until then a stand-in with the same spirit."""
     try:
-        from flower.core.glance import is_ephemeral
+        from flower.walls.glance.judge import is_ephemeral
     except ImportError:
         return lambda command: (
             command.split()[:1] in (["ls"], ["pwd"])

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from claude_agent_sdk import HookMatcher
 
-from flower.core import texts
-from flower.core.workbench import (
+from flower import texts
+from flower.workbench.bench import (
     Entry,
     Workbench,
     describe,
@@ -19,7 +19,7 @@ from flower.core.workbench import (
     relay_input,
     workbench_hooks,
 )
-from flower.core.workbench_stats import ScriptUse, WorkbenchStats, workbench_stats
+from flower.workbench.stats import ScriptUse, WorkbenchStats, workbench_stats
 from flower.errors import ConfigError
 from tests.data.hooks import hook_input as shaped_input
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from flower.core import texts
-from flower.core.resilience import redispatch_hook, worker_cut_off
+from flower import texts
+from flower.runtime.resilience import redispatch_hook, worker_cut_off
 from tests.data.hooks import hook_input
 
 CLI_TEXT = ("Agent terminated early due to an API error: API Error: 529 Overloaded (fake). This is a server-side "

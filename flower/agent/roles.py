@@ -1,7 +1,7 @@
 """Roles: `worker()` defines a subagent, `coordinator()` a main thread that only plans and dispatches (S-1, S-2, S-6).
 
 Roles attach no hooks themselves: the walls follow from the spec (`delegate_only`, `glance`) when it is
-compiled (`flower.core.agent.spec_guards`).
+compiled (`flower.agent.options.spec_guards`).
 
 Invariants:
 - Workers are never downgraded: `model="inherit"` unless asked otherwise (S-1).
@@ -19,12 +19,12 @@ from typing import Any, Protocol
 
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
-from flower.core import texts
-from flower.core.guard import merge_hooks
-from flower.core.spec import AgentSpec, Effort, PermissionMode, check_common, check_tools
-from flower.core.compact import CompactPolicy
+from flower import texts
+from flower.walls.guard import merge_hooks
+from flower.agent.spec import AgentSpec, Effort, PermissionMode, check_common, check_tools
+from flower.agent.compact import CompactPolicy
 from flower.errors import ConfigError
-from flower.core.dispatch import mark_isolated
+from flower.walls.dispatch import mark_isolated
 
 __all__ = ["COORDINATOR_TOOLS", "WEB_TOOLS", "WORKER_TOOLS", "ToolChannel", "coordinator", "worker"]
 
@@ -65,7 +65,7 @@ def worker(
 ) -> AgentDefinition:
     """A subagent: `description` is what the coordinator chooses by; the worker rules are appended to `prompt`.
 
-    `isolate=True` runs each of its dispatches in its own git worktree (L-13, `flower.core.dispatch`).
+    `isolate=True` runs each of its dispatches in its own git worktree (L-13, `flower.walls.dispatch`).
     """
     if not isinstance(description, str) or not isinstance(prompt, str) or not description.strip() \
             or not prompt.strip():

@@ -42,8 +42,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
 
-from flower.core.eventinfo import USAGE_KEYS, denial_reason, dispatch_of, spill_of, usage_of
-from flower.core.events import Event, OnEvent
+from flower.agent.eventinfo import USAGE_KEYS, denial_reason, dispatch_of, spill_of, usage_of
+from flower.agent.events import Event, OnEvent
 
 __all__ = ["SpanRecorder", "enabled", "run_span", "set_provider", "traced", "tracer"]
 

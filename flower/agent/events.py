@@ -24,8 +24,8 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
-from flower.core.eventinfo import usage_of
-from flower.core.pricing import message_context
+from flower.agent.eventinfo import usage_of
+from flower.agent.usage import message_context
 
 __all__ = ["Event", "EventKind", "OnEvent", "emit", "to_events"]
 

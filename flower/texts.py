@@ -44,7 +44,7 @@ DELEGATE_DENIAL = (
 DELEGATE_DENIAL_WHERE = "the workbench artifacts folder"
 # Added to the denial of a Bash command that is not a read-only glance.
 GLANCE_REFUSAL = " Your Bash only runs read-only glance commands; this one is not one ({why})."
-# The {why} of GLANCE_REFUSAL, by cause (flower.core.glance.describe_refusal); {what} names the culprit.
+# The {why} of GLANCE_REFUSAL, by cause (flower.walls.glance.judge.describe_refusal); {what} names the culprit.
 GLANCE_WHY = {
     "empty": "it is empty",
     "long": "it is too long to check",
@@ -191,13 +191,13 @@ RESUME_AFTER_INTERRUPT = (
     "it may have run in part, so check its effect before repeating it, then continue.{message}"
 )
 
-# A refresh (flower.core.refresh): the same session resumed, its stale results now one line each.
+# A refresh (flower.runtime.refresh): the same session resumed, its stale results now one line each.
 REFRESH_CONTINUE = (
     "flower resumed this session to drop what went stale: older glance and Read results are one line each "
     "now (run or read them again if you need them). Continue where you left off."
 )
 
-# The reason a coordinator's `subagent_type: "fork"` is denied with (flower.core.guard.fork_guard).
+# The reason a coordinator's `subagent_type: "fork"` is denied with (flower.walls.guard.fork_guard).
 FORK_DENIAL = (
     "The coordinator does not fork itself: a fork would do hands-on work outside every worker's rules. "
     "Dispatch one of your workers by its subagent_type."

@@ -2,7 +2,7 @@
 
 A `Workbench` owns `scripts/` (re-runnable checks, first line `# desc: ...`), `artifacts/` (long outputs),
 `notes/` (one decision per file), `spill/` (layer three) and a generated `INDEX.md`. Its reuse
-statistics (S-14) live in `flower.core.workbench_stats`.
+statistics (S-14) live in `flower.workbench.stats`.
 
 Invariants:
 - One `Workbench` object is the single source of the location; nothing else computes a default path
@@ -30,8 +30,8 @@ from typing import Any, Literal
 from claude_agent_sdk import HookMatcher
 from claude_agent_sdk.types import HookContext, HookEvent, HookJSONOutput
 
-from flower.core import texts
-from flower.core.confined import Confined, resolve_inside
+from flower import texts
+from flower.util.confined import Confined, resolve_inside
 from flower.errors import ConfigError, UnsafePathError
 
 __all__ = [

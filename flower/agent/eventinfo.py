@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from flower.core import texts
+from flower import texts
 
 __all__ = ["USAGE_KEYS", "denial_reason", "dispatch_of", "spill_of", "spill_pattern", "usage_of"]
 

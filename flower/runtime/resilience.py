@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from flower.core import texts
+from flower import texts
 from flower.errors import ConfigError
 
 __all__ = ["DEFAULT_ENDPOINT", "Kind", "RetryPolicy", "WORKER_CUT_OFF", "classify", "endpoint_of",

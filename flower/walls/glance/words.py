@@ -1,7 +1,7 @@
 """Shell words as bash sees them: quote removal recomputed from the source text (S-9, B-2).
 
 bashlex's own quote removal is wrong for mixed quotes (`"a"'b'` keeps the single quotes) and it
-misreads `$'...'`, so `flower.core.glance` takes each word's value from the source text here. A word
+misreads `$'...'`, so `flower.walls.glance.judge` takes each word's value from the source text here. A word
 records whether bash would still expand it (`literal`), whether a parameter is substituted in it
 (`params`: it could become any text) and where it ends (for the git pins).
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from flower.core.glance_options import Refusal, Word
+from flower.walls.glance.options import Refusal, Word
 
 __all__ = ["GAP", "KINDS", "word"]
 

@@ -1,5 +1,5 @@
 """Checkers for the little languages a glance may carry: sed scripts and awk programs (S-9); jq filters
-have their own module, `flower.core.glance_jq`.
+have their own module, `flower.walls.glance.jq`.
 
 Concept. A program handed to sed, awk or jq is a glance only if it can neither write, run, connect nor
 run without end. Each checker is a small lexer of its language that allows the read-and-print core and
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 
-from flower.core.glance_options import Refusal
-from flower.core.glance_paths import device_word
+from flower.walls.glance.options import Refusal
+from flower.walls.glance.paths import device_word
 
 __all__ = ["awk_program_ok", "check_awk", "check_sed", "sed_script_ok"]
 

@@ -31,10 +31,10 @@ from typing import Any
 from claude_agent_sdk import HookMatcher
 from claude_agent_sdk.types import HookContext, HookEvent, HookJSONOutput
 
-from flower.core import texts
-from flower.core.confined import Confined, TempFile
-from flower.core.workbench import Workbench, escape, inside
-from flower.core.workbench_stats import simple_commands
+from flower import texts
+from flower.util.confined import Confined, TempFile
+from flower.workbench.bench import Workbench, escape, inside
+from flower.workbench.stats import simple_commands
 from flower.errors import ConfigError, UnsafePathError
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from flower.core.glance_options import Refusal
+from flower.walls.glance.options import Refusal
 
 __all__ = ["check_jq", "jq_program_ok"]
 

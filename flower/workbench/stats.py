@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flower.core.workbench import SECTIONS, Workbench, escape, inside
+from flower.workbench.bench import SECTIONS, Workbench, escape, inside
 
 __all__ = ["ScriptUse", "WorkbenchStats", "simple_commands", "workbench_stats"]
 

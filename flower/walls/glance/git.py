@@ -10,7 +10,7 @@ clean/process filter, `gpg.program` through `log.showSignature` or a `%G` format
   refused, and `git -C DIR` only names a directory below the working directory.
 - `GIT_PINS` (global `-c` settings) and each subcommand's `harden` flags (`--no-ext-diff
   --no-textconv`, `--no-filters`) are inserted into every git command of a glance by the wall, through
-  the PreToolUse hook's `updatedInput` (`flower.core.guard`). `filter_pins(directory)` adds an empty
+  the PreToolUse hook's `updatedInput` (`flower.walls.guard`). `filter_pins(directory)` adds an empty
   clean/smudge/process command for each filter driver the repository's config defines (git has no
   switch that turns filters off as a whole; an empty command disables a driver).
 
@@ -26,8 +26,8 @@ import re
 import subprocess
 from dataclasses import replace
 
-from flower.core.glance_options import Args, Refusal, Rule, literal
-from flower.core.glance_paths import special_file
+from flower.walls.glance.options import Args, Refusal, Rule, literal
+from flower.walls.glance.paths import special_file
 
 __all__ = ["GIT", "GIT_PINS", "GIT_RULE", "check_git_words", "filter_pins", "repo_pins"]
 

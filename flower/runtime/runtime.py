@@ -59,14 +59,14 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
-from flower.core import texts
-from flower.core.agent import build_options
-from flower.core.spec import AgentSpec
-from flower.core.compact import CompactPolicy
-from flower.core.events import Event, OnEvent, emit, to_events
-from flower.core.refresh import CHARS_PER_TOKEN, RefreshPolicy
-from flower.core.guard import approve_subagents
-from flower.core.handoff import (
+from flower import texts
+from flower.agent.options import build_options
+from flower.agent.spec import AgentSpec
+from flower.agent.compact import CompactPolicy
+from flower.agent.events import Event, OnEvent, emit, to_events
+from flower.runtime.refresh import CHARS_PER_TOKEN, RefreshPolicy
+from flower.walls.guard import approve_subagents
+from flower.runtime.handoff import (
     ContextMeter,
     HandoffPolicy,
     degraded_handoff,
@@ -75,7 +75,7 @@ from flower.core.handoff import (
     parse_handoff,
     save_handoff,
 )
-from flower.core.resilience import (
+from flower.runtime.resilience import (
     RetryPolicy,
     classify,
     endpoint_of,
@@ -86,14 +86,14 @@ from flower.core.resilience import (
     wait_for_endpoint,
     worker_cut_off,
 )
-from flower.core.rundir import make_run_dir
-from flower.core.steps import StepResult, append_manifest
+from flower.util.rundir import make_run_dir
+from flower.runtime.steps import StepResult, append_manifest
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
 from functools import partial
-from flower.core.agent import check_isolation, isolated_types
-from flower.core.dispatch import Rewrite, dispatch_guard, isolation_input
-from flower.core.stream import EventStream
-from flower.core.tracing import traced
+from flower.agent.options import check_isolation, isolated_types
+from flower.walls.dispatch import Rewrite, dispatch_guard, isolation_input
+from flower.runtime.stream import EventStream
+from flower.runtime.tracing import traced
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
@@ -242,7 +242,7 @@ class Runtime:
         run_id: str | None = None,
         project: str | None = None,
     ) -> None:
-        from flower.core.workbench import Workbench
+        from flower.workbench.bench import Workbench
 
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
@@ -778,9 +778,9 @@ class Runtime:
         return {**os.environ, **self.env}
 
     def _options(self, spec: AgentSpec, resume: str | None, fork: bool, stop_hook: HookMatcher | None) -> Any:
-        from flower.core.guard import merge_hooks
-        from flower.core.spill import spill_guard
-        from flower.core.workbench import relay_input, workbench_hooks
+        from flower.walls.guard import merge_hooks
+        from flower.workbench.spill import spill_guard
+        from flower.workbench.bench import relay_input, workbench_hooks
 
         wb = self.workbench if spec.workbench else None
         env = dict(self.env)

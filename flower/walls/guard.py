@@ -8,7 +8,7 @@ Invariants:
 - `spec_guards(spec)` (in the options compiler) derives the walls from the spec alone (B-1): a `delegate_only` spec always gets
   `delegate_guard`, whether or not a workbench exists; a non-delegating spec gets `whitelist_guard` for
   the hands-on tools its `allowed_tools` do not grant. One wall per spec, one wording.
-- The coordinator's glance Bash is judged by `flower.core.glance.is_ephemeral`, the same predicate that
+- The coordinator's glance Bash is judged by `flower.walls.glance.judge.is_ephemeral`, the same predicate that
   expires its results on resume (S-8); the wall adds the Bash call's working directory, so a word
   naming a FIFO or a symlink to a device is refused too. A glance never runs in the background (it
   would outlive the Bash timeout), and a glance's git commands run with the repository's programs
@@ -31,7 +31,7 @@ from typing import Any
 
 from claude_agent_sdk import HookMatcher
 
-from flower.core import texts
+from flower import texts
 
 __all__ = [
     "HANDS_ON",
@@ -97,9 +97,9 @@ def delegate_guard(
 def _glance(input_data: Mapping[str, Any], reason: str) -> dict[str, Any]:
     """Let a main-thread Bash glance run (git pinned), or deny it with the reason it is not one."""
     # Imported on the first Bash call: the shell parser's tables cost ~150 ms to build.
-    from flower.core.glance import describe_refusal, harden_git
-    from flower.core.glance_git import filter_pins
-    from flower.core.glance_options import Refusal
+    from flower.walls.glance.judge import describe_refusal, harden_git
+    from flower.walls.glance.git import filter_pins
+    from flower.walls.glance.options import Refusal
 
     tool_input = dict(input_data.get("tool_input") or {})
     command = str(tool_input.get("command", ""))

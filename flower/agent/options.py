@@ -1,4 +1,4 @@
-"""`build_options`: compiling an `AgentSpec` (`flower.core.spec`) into the SDK's `ClaudeAgentOptions`
+"""`build_options`: compiling an `AgentSpec` (`flower.agent.spec`) into the SDK's `ClaudeAgentOptions`
 (S-25, S-26).
 
 Invariants:
@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, SessionStore
 
-from flower.core.guard import Hooks, delegate_guard, fork_guard, mcp_guard, merge_hooks, whitelist_guard
-from flower.core.dispatch import MARK
-from flower.core.spec import AgentSpec
+from flower.walls.guard import Hooks, delegate_guard, fork_guard, mcp_guard, merge_hooks, whitelist_guard
+from flower.walls.dispatch import MARK
+from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The glance option parser: one shared reading of a command's words into flags and operands (S-9, B-2).
 
-Concept. Every rule of `flower.core.glance_rules` is read by this one parser, so no rule can parse its
+Concept. Every rule of `flower.walls.glance.rules` is read by this one parser, so no rule can parse its
 words differently from the others. A `Rule` says how its command reads options (`order`):
 
 - "stop": options end at the first operand, as bash builtins (`command`, `type`), `env`, awk, lsof and

@@ -48,7 +48,7 @@ class StepResult:
     handoffs: tuple[str, ...] = ()
     """Paths of the handoff documents written."""
     refreshes: int = 0
-    """Times the live session was resumed to drop stale results (`flower.core.refresh`)."""
+    """Times the live session was resumed to drop stale results (`flower.runtime.refresh`)."""
     context: int = 0
     """The main thread's context in tokens at the last API message."""
     contexts: tuple[int, ...] = ()

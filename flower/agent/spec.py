@@ -1,7 +1,7 @@
 """`AgentSpec`: what one main thread is, as plain data (S-25, S-26, L-1).
 
-The spec sits below everything that reads it: the walls (`flower.core.guard`) derive from it and
-`flower.core.agent.build_options` compiles it, so neither imports the other for its type.
+The spec sits below everything that reads it: the walls (`flower.walls.guard`) derive from it and
+`flower.agent.options.build_options` compiles it, so neither imports the other for its type.
 
 Invariants (checked when a spec is made):
 - A name is not empty.
@@ -22,7 +22,7 @@ from typing import Any, Literal, get_args
 
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
-from flower.core.compact import CompactPolicy
+from flower.agent.compact import CompactPolicy
 from flower.errors import ConfigError
 
 __all__ = ["CLI_TOOLS", "AgentSpec", "Effort", "PermissionMode", "check_tools"]
@@ -127,7 +127,7 @@ class AgentSpec:
     lean: bool = True
     """Leave out the CLI's optional built-in tools that neither this spec nor its agents names; a delegating
     spec also the core tools its main thread does not use and no agent names, the CLI's agent types it does
-    not name, and the auto-memory prompt section (`flower.core.agent.unused_builtins`, `lean_env`). Not a wall."""
+    not name, and the auto-memory prompt section (`flower.agent.options.unused_builtins`, `lean_env`). Not a wall."""
     glance_tools: tuple[str, ...] = ()
     """MCP tools (full names, mcp__server__tool) that only read: allowed on a walled main thread; every other MCP tool is denied there (S-8)."""
 

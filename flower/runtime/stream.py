@@ -22,7 +22,7 @@ from typing import Generic, TypeVar
 
 import anyio
 
-from flower.core.events import Event, OnEvent, emit
+from flower.agent.events import Event, OnEvent, emit
 
 __all__ = ["EventStream"]
 

@@ -12,13 +12,13 @@ Invariants.
   all refuse. `is_ephemeral` never raises; an exception inside the judge means "not a glance".
 - Every simple command of every list, pipeline and newline-separated line is judged. One bad
   segment refuses the whole command.
-- Allow-lists only. `COMMANDS` (tables in `flower.core.glance_rules`) maps each allowed command to a
+- Allow-lists only. `COMMANDS` (tables in `flower.walls.glance.rules`) maps each allowed command to a
   `Rule` naming the flags (and git/docker subcommands) it may use. A flag missing from its table is
   refused, which also refuses GNU long option abbreviations (`sort --out=f` means `--output=f`) and
   options added by later versions. Every rule's words are read by the one shared option parser
-  (`flower.core.glance_options`), which stops at the first operand exactly where the command does.
+  (`flower.walls.glance.options`), which stops at the first operand exactly where the command does.
 - No word names a device, a process file descriptor or a gawk `/inet/` socket, in any position
-  (`flower.core.glance_paths`); with `cwd=` (the wall), no word names an existing FIFO, socket or
+  (`flower.walls.glance.paths`); with `cwd=` (the wall), no word names an existing FIFO, socket or
   device through a symlink either. That one check reads the filesystem, so only the wall uses it: a
   command it refuses never ran, so there is no result to expire.
 - The judge never runs anything and keeps no state but an LRU cache of verdicts.
@@ -54,7 +54,7 @@ Decisions (each one is pinned by the corpus in tests/unit/glance_corpus.py).
 - Never-ending forms are refused: `tail -f/-F/--follow` and the obsolete `tail -5f`/`tail +5f`,
   `free -s`, `lsof -r`, `ss -E`, `netstat -c`, `kubectl get -w`, `ping` without `-c`/`-w`; `top`,
   `watch`, `yes` are simply absent. `git shortlog` needs a revision (without one it reads stdin).
-  sed/awk/jq programs may not loop (`flower.core.glance_programs`); `tac` needs files (of a pipe it
+  sed/awk/jq programs may not loop (`flower.walls.glance.programs`); `tac` needs files (of a pipe it
   spills to a temp file), `sort -S/-T` are absent, ping waits at most 10 s per reply.
 - Commands longer than `MAX_COMMAND_CHARS` are refused unread: a glance is short.
 """
@@ -69,12 +69,12 @@ from dataclasses import dataclass
 
 import bashlex
 
-from flower.core import texts
-from flower.core.glance_git import GIT_PINS, check_git_words
-from flower.core.glance_options import Args, Refusal as _Refuse, Rule, Word, each_reading, literal as _literal, parse
-from flower.core.glance_paths import device_word, inet_word, root_word, special_file
-from flower.core.glance_rules import COMMANDS, check_widths, option_values, reads_stdin
-from flower.core.glance_words import GAP as _GAP, KINDS as _KINDS, word as _word
+from flower import texts
+from flower.walls.glance.git import GIT_PINS, check_git_words
+from flower.walls.glance.options import Args, Refusal as _Refuse, Rule, Word, each_reading, literal as _literal, parse
+from flower.walls.glance.paths import device_word, inet_word, root_word, special_file
+from flower.walls.glance.rules import COMMANDS, check_widths, option_values, reads_stdin
+from flower.walls.glance.words import GAP as _GAP, KINDS as _KINDS, word as _word
 
 __all__ = [
     "COMMANDS",

@@ -14,7 +14,7 @@ Invariants:
 - The window comes from `HandoffPolicy.window`, else `FLOWER_WINDOW`, else the model the session reports,
   else the spec's model, else `ANTHROPIC_MODEL`, each by its name, else 1M (the bundled CLI's default
   window); a real context overflow caps it at what overflowed (self-calibration).
-- A handoff needs the sections `doing` and `next` (parsed by `flower.core.sections`, so a fenced heading is
+- A handoff needs the sections `doing` and `next` (parsed by `flower.util.sections`, so a fenced heading is
   content); a reply without them is retried once, then replaced by a degraded handoff built from what the
   runtime knows.
 - Overflow is recognised by the API's error codes first (`context_length_exceeded`, "N tokens > M"), then
@@ -33,11 +33,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from flower.core import texts
-from flower.core.compact import CompactMode, CompactPolicy
-from flower.core.sections import parse_sections
-from flower.core.pricing import message_context
-from flower.core.confined import Confined
+from flower import texts
+from flower.agent.compact import CompactMode, CompactPolicy
+from flower.util.sections import parse_sections
+from flower.agent.usage import message_context
+from flower.util.confined import Confined
 from flower.errors import ConfigError
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The glance allow-list: which commands, subcommands and flags a glance may use (S-9).
 
-Concept. `COMMANDS` maps a command name to a `Rule` (`flower.core.glance_options`); `flower.core.glance`
+Concept. `COMMANDS` maps a command name to a `Rule` (`flower.walls.glance.options`); `flower.walls.glance.judge`
 parses a command line with bashlex, reads each simple command's words with the one shared option
 parser and refuses everything else. This module holds the table and the checks that need a command's
 own meaning (tac's input, ping's peer, ss filters, test's operators); the little languages live in
@@ -27,11 +27,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from flower.core.glance_git import GIT_RULE
-from flower.core.glance_options import Args, Refusal, Rule, Word, literal
-from flower.core.glance_paths import numeric_local
-from flower.core.glance_jq import check_jq
-from flower.core.glance_programs import awk_program_ok, check_awk, check_awk_assignment, check_sed, sed_script_ok
+from flower.walls.glance.git import GIT_RULE
+from flower.walls.glance.options import Args, Refusal, Rule, Word, literal
+from flower.walls.glance.paths import numeric_local
+from flower.walls.glance.jq import check_jq
+from flower.walls.glance.programs import awk_program_ok, check_awk, check_awk_assignment, check_sed, sed_script_ok
 
 __all__ = [
     "COMMANDS", "MAX_WIDTH", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "check_widths", "literal",
