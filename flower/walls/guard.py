@@ -183,15 +183,22 @@ def merge_hooks(*groups: Mapping[Any, Iterable[HookMatcher]] | None) -> Hooks:
     return {event: matchers for event, matchers in merged.items() if matchers}
 
 
+def _names_fork(kind: object) -> bool:
+    """Whether the CLI would take `kind` for its fork agent type: it trims and ignores case."""
+    return isinstance(kind, str) and kind.strip().lower() == "fork"
+
+
 def fork_guard(agents: Collection[str] = (), *, leads: Collection[str] = ()) -> HookMatcher:
     """Deny `subagent_type: "fork"` on the main thread (and in `leads`): a fork is the coordinator itself as a
     subagent, with every tool of the session and none of a worker's rules or whitelist, so it would do the
-    hands-on work the wall keeps off the main thread. A spec that names an agent "fork" dispatches that one."""
+    hands-on work the wall keeps off the main thread. The CLI finds the fork whatever the case and the blanks
+    around the name ("Fork", " fork "), so every such spelling is denied; a spec that names an agent "fork"
+    dispatches that one, under exactly the name it gave."""
     named, lead_types = frozenset(agents), frozenset(leads)
 
     async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
         kind = (input_data.get("tool_input") or {}).get("subagent_type")
-        if kind != "fork" or kind in named or not _on_main(input_data, lead_types):
+        if not _names_fork(kind) or kind in named or not _on_main(input_data, lead_types):
             return {}
         return _deny(texts.FORK_DENIAL)
 

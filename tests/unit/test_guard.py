@@ -420,3 +420,15 @@ async def test_a_coordinator_cannot_fork_itself() -> None:
     assert await decide(guard, sub_call("Agent", agent_type="w", **fork)) == {}
     assert await decide(guard, main_call("Agent", **{**fork, "subagent_type": "w"})) == {}
     assert await decide(fork_guard({"fork": None}), main_call("Agent", **fork)) == {}
+
+
+@pytest.mark.parametrize("spelling", ["Fork", "FORK", " fork", "fork ", "\tfOrK\n"])
+async def test_every_spelling_of_fork_is_denied(spelling: str) -> None:
+    """The CLI matches the fork type after trimming and ignoring case, so the wall does too; only the exact name
+    of an agent the spec defines is that agent."""
+    from flower.walls.guard import fork_guard
+
+    call = main_call("Agent", description="f", prompt="p", subagent_type=spelling)
+    assert denial(await decide(fork_guard({"w": None}), call)) == texts.FORK_DENIAL
+    assert denial(await decide(fork_guard({"fork": None}), call)) == texts.FORK_DENIAL
+    assert await decide(fork_guard({spelling: None}), call) == {}
