@@ -24,7 +24,7 @@ from claude_agent_sdk.testing import run_session_store_conformance
 from claude_agent_sdk.types import SessionKey
 
 from flower.errors import ConfigError, StoreError
-from flower.stores import postgres as postgres_module
+from flower.stores import _postgres_schema as postgres_module
 from flower.stores._common import Migration
 from flower.stores.postgres import PostgresSessionStore
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from flower.errors import StoreError
-from flower.stores import sqlite as sqlite_module
+from flower.stores import _sqlite_file as sqlite_module
 from flower.stores.sqlite import SqliteSessionStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,13 +58,13 @@ def test_a_healthy_file_is_checked_once_per_process(tmp_path: Path, monkeypatch:
     db = filled(tmp_path / "s.db", batches=2)
     sqlite_module._CHECKED.clear()
     calls: list[Path] = []
-    real = sqlite_module._check_integrity
+    real = sqlite_module.check_integrity
 
     def counting(conn: object, path: Path) -> None:
         calls.append(path)
         real(conn, path)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sqlite_module, "_check_integrity", counting)
+    monkeypatch.setattr(sqlite_module, "check_integrity", counting)
     for _ in range(3):
         SqliteSessionStore(db, readonly=True).close()
     assert len(calls) == 3 and len(sqlite_module._CHECKED) == 1

@@ -16,7 +16,7 @@ from claude_agent_sdk.types import SessionKey
 
 from flower.errors import StoreError
 from flower.stores import _common
-from flower.stores import sqlite as sqlite_module
+from flower.stores import _sqlite_file as sqlite_module
 from flower.stores.sqlite import Migration, SqliteSessionStore
 
 KEY: SessionKey = {"project_key": "-work-proj", "session_id": "s-1"}
