@@ -31,7 +31,7 @@ from flower.walls.glance.git import GIT_RULE
 from flower.walls.glance.options import Args, Refusal, Rule, Word, literal
 from flower.walls.glance.paths import numeric_local
 from flower.walls.glance.jq import check_jq
-from flower.walls.glance.programs import awk_program_ok, check_awk, check_awk_assignment, check_sed, sed_script_ok
+from flower.walls.glance.sed import awk_program_ok, check_awk, check_awk_assignment, check_sed, sed_script_ok
 
 __all__ = [
     "COMMANDS", "MAX_WIDTH", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "check_widths", "literal",
