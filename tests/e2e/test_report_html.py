@@ -19,7 +19,7 @@ import pytest
 
 from flower.report.analysis import analyze
 from flower.report.html import render_html
-from tests.unit.test_report import main_session, reply, sub_session, usage, user
+from tests.unit.report.test_report import main_session, reply, sub_session, usage, user
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
@@ -106,7 +106,7 @@ def test_report_page_renders_its_charts_without_console_errors(chromium: str, tm
 
 
 def test_real_transcript_report_renders(chromium: str, tmp_path: Path) -> None:
-    from tests.unit.test_report import REAL, REAL_ID, _jsonl
+    from tests.unit.report.test_report import REAL, REAL_ID, _jsonl
 
     if not (REAL / f"{REAL_ID}.jsonl").is_file():
         pytest.skip("shared transcripts not present")

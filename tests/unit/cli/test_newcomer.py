@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flower.util.rundir import make_run_dir
-from tests.unit.test_cli import GLANCE_ID, REPO, assert_one_line_error, invoke, run_dir  # noqa: F401
+from tests.unit.cli.test_cli import GLANCE_ID, REPO, assert_one_line_error, invoke, run_dir  # noqa: F401
 
 
 def test_report_of_a_missing_name_blames_the_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ from flower.errors import StoreError
 from flower.stores import _sqlite_file as sqlite_module
 from flower.stores.sqlite import SqliteSessionStore
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 KEY = {"project_key": "-ws", "session_id": "11111111-1111-4111-8111-111111111111"}
 
 

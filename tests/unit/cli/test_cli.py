@@ -21,9 +21,9 @@ from flower.errors import ConfigError
 from flower.cli.live import LiveView
 from flower.report.text import sanitize
 from flower.stores.sqlite import SqliteSessionStore
-from tests.unit.test_report import glance_session, main_session, sub_session
+from tests.unit.report.test_report import glance_session, main_session, sub_session
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MAIN_ID = "11111111-1111-4111-8111-111111111111"
 GLANCE_ID = "22222222-2222-4222-8222-222222222222"
 

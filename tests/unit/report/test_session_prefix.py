@@ -10,8 +10,8 @@ import pytest
 
 from flower.report.rundata import open_store, resolve_session
 from flower.stores.sqlite import SqliteSessionStore
-from tests.unit.test_cli import GLANCE_ID, MAIN_ID, assert_one_line_error, invoke, run_dir  # noqa: F401
-from tests.unit.test_report import glance_session
+from tests.unit.cli.test_cli import GLANCE_ID, MAIN_ID, assert_one_line_error, invoke, run_dir  # noqa: F401
+from tests.unit.report.test_report import glance_session
 
 TWIN_ID = "11112222-0000-4000-8000-000000000000"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flower.cli.config import ENVIRONMENT, SETTINGS
-from tests.unit.test_cli import REPO, assert_one_line_error, invoke, run_dir  # noqa: F401
+from tests.unit.cli.test_cli import REPO, assert_one_line_error, invoke, run_dir  # noqa: F401
 
 
 def settings(env: dict[str, str | None] | None = None) -> dict[str, dict[str, object]]:

@@ -14,7 +14,7 @@ import pytest
 from flower.errors import StoredDataError, StoreError
 from flower.stores.rewrite import RewritingSessionStore
 from flower.stores.sqlite import SqliteSessionStore
-from tests.unit.test_cli import MAIN_ID, assert_one_line_error, invoke, run_dir  # noqa: F401  (fixture)
+from tests.unit.cli.test_cli import MAIN_ID, assert_one_line_error, invoke, run_dir  # noqa: F401  (fixture)
 
 KEY = {"project_key": "-p", "session_id": "s1"}
 

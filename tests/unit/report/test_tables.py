@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from flower.report.tables import number_tables
-from tests.unit.test_cli import MAIN_ID, invoke, run_dir  # noqa: F401
+from tests.unit.cli.test_cli import MAIN_ID, invoke, run_dir  # noqa: F401
 
 NUMBER = re.compile(r"\$?\d[\d,]*(?:\.\d+)?[KM%]?")
 
