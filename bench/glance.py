@@ -29,7 +29,7 @@ import bashlex
 from flower.walls.glance import judge as glance
 
 BENCH = "glance"
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "unit" / "glance_corpus.py"
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "support" / "glance_corpus.py"
 
 
 def _row(case: str, value: float, unit: str, ratio: float | None, note: str) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from claude_agent_sdk.types import SessionKey, SessionStore
 
 from flower.stores._common import dump_entry
 from flower.stores.sqlite import SqliteSessionStore
-from tests.data.transcripts import TRANSCRIPTS  # the one place that locates them
+from tests.support.transcripts import TRANSCRIPTS  # the one place that locates them
 
 BENCH = "store"
 DSN = os.environ.get("FLOWER_BENCH_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")

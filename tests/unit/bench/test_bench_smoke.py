@@ -15,7 +15,7 @@ import pytest
 from bench.__main__ import discover, run_one
 from bench._table import KEYS, normalize
 
-from tests.data.transcripts import TRANSCRIPTS
+from tests.support.transcripts import TRANSCRIPTS
 
 CLI_MODULES = {"economy", "endurance", "guards", "placement", "tracing"}
 TRANSCRIPT_MODULES = {"resume_payload", "rewrite", "store"}

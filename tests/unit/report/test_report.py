@@ -13,7 +13,7 @@ import pytest
 from flower.report.preview import PRICING, build_preview, preview_json, render_entry
 from flower.report.analysis import analyze, api_messages, least_squares_slope, report_json, visible_chars
 from flower.report.html import render_html
-from tests.data.transcripts import TRANSCRIPTS, Transcript, bash, text, tool_use
+from tests.support.transcripts import TRANSCRIPTS, Transcript, bash, text, tool_use
 
 Entry = dict[str, Any]
 

@@ -11,7 +11,7 @@ import pytest
 
 from flower import texts
 from flower.runtime.resilience import redispatch_hook, worker_cut_off
-from tests.data.hooks import hook_input
+from tests.support.hooks import hook_input
 
 CLI_TEXT = ("Agent terminated early due to an API error: API Error: 529 Overloaded (fake). This is a server-side "
             "issue, usually temporary — try again in a moment. (error type server_error, HTTP 529)")

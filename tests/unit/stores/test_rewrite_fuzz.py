@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from flower.stores.jsonl import read_jsonl
 from flower.stores.rewrite import EphemeralPolicy, RewritingSessionStore, TrimPolicy, rewrite
-from tests.data.transcripts import real_transcripts
+from tests.support.transcripts import real_transcripts
 
 PATHS = real_transcripts()
 pytestmark = pytest.mark.skipif(not PATHS, reason="the real transcripts (../shared/data/transcripts) are absent")
@@ -205,7 +205,7 @@ def test_the_store_reports_what_it_skipped(tmp_path: Path) -> None:
 
 # --- the four reproduced shapes, built exactly -------------------------------------------------------------
 
-from tests.data.transcripts import Transcript, bash, text
+from tests.support.transcripts import Transcript, bash, text
 
 
 def _orphan_then(shape: str) -> list[Any]:

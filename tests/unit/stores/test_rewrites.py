@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from data.transcripts import (
+from tests.support.transcripts import (
     REJECTED_TEXT,
     Transcript,
     bash,

@@ -21,7 +21,7 @@ from flower.stores.sqlite import Migration, SqliteSessionStore
 
 KEY: SessionKey = {"project_key": "-work-proj", "session_id": "s-1"}
 SUB: SessionKey = {**KEY, "subpath": "subagents/agent-a1"}
-from tests.data.transcripts import TRANSCRIPTS
+from tests.support.transcripts import TRANSCRIPTS
 
 
 def user(uuid: str | None, text: str, **extra: Any) -> dict[str, Any]:

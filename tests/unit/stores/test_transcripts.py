@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from data.transcripts import TRANSCRIPTS, real_transcripts, transcript_id
+from tests.support.transcripts import TRANSCRIPTS, real_transcripts, transcript_id
 
 from flower import texts
 from flower.stores.jsonl import read_jsonl

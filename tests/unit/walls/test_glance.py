@@ -25,7 +25,7 @@ from flower.walls.glance.jq import jq_program_ok
 from flower.walls.glance.rules import Rule, awk_program_ok, sed_script_ok
 from flower.walls.guard import delegate_guard
 from flower.stores.trim import EphemeralPolicy
-from tests.unit.glance_corpus import ALLOWED, REFUSED
+from tests.support.glance_corpus import ALLOWED, REFUSED
 
 FLOWER = Path(glance.__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ from flower.agent.options import spec_guards
 from flower.walls.guard import approve_subagents, delegate_guard, merge_hooks, whitelist_guard
 from flower.agent.roles import coordinator, worker
 from flower.errors import ConfigError
-from tests.data.hooks import SUBAGENT_ID, hook_input
+from tests.support.hooks import SUBAGENT_ID, hook_input
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from flower.workbench.spill import LOG_NAME, spill_callback
 from flower.workbench.bench import Workbench
 from flower.errors import FlowerError, UnsafePathError
 from flower.stores.trim import TrimPolicy, spill_text, trim_results
-from tests.data.hooks import hook_input
+from tests.support.hooks import hook_input
 
 BIG = "".join(f"secret line {n}\n" for n in range(600))
 

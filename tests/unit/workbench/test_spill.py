@@ -18,7 +18,7 @@ from flower import texts
 from flower.workbench.spill import BULKY, HEAD_CHARS, spill_callback, spill_guard
 from flower.workbench.bench import Workbench
 from flower.errors import ConfigError
-from tests.data.hooks import hook_input
+from tests.support.hooks import hook_input
 
 CTX: Any = {"signal": None}
 SUB = "a19c5ae96aadff623"

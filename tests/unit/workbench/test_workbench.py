@@ -21,7 +21,7 @@ from flower.workbench.bench import (
 )
 from flower.workbench.stats import ScriptUse, WorkbenchStats, workbench_stats
 from flower.errors import ConfigError
-from tests.data.hooks import hook_input as shaped_input
+from tests.support.hooks import hook_input as shaped_input
 
 CTX: Any = {"signal": None}
 
