@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flower.cli.config import ENVIRONMENT, SETTINGS
-from tests.unit.cli.test_cli import REPO, assert_one_line_error, invoke, run_dir  # noqa: F401
+from tests.support.cli import REPO, assert_one_line_error, invoke
 
 
 def settings(env: dict[str, str | None] | None = None) -> dict[str, dict[str, object]]:
@@ -18,7 +18,7 @@ def settings(env: dict[str, str | None] | None = None) -> dict[str, dict[str, ob
 
 
 def test_precedence_flag_env_file_default(
-    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = tmp_path / "project"
     (project / "sub").mkdir(parents=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flower.util.rundir import make_run_dir
-from tests.unit.cli.test_cli import GLANCE_ID, REPO, assert_one_line_error, invoke, run_dir  # noqa: F401
+from tests.support.cli import GLANCE_ID, REPO, assert_one_line_error, invoke
 
 
 def test_report_of_a_missing_name_blames_the_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -17,7 +17,7 @@ def test_report_of_a_missing_name_blames_the_name(tmp_path: Path, monkeypatch: p
                           "no directory nosuchdir")
 
 
-def test_preview_gives_one_chars_saved_figure(run_dir: Path) -> None:  # noqa: F811
+def test_preview_gives_one_chars_saved_figure(run_dir: Path) -> None:
     out = invoke("preview", GLANCE_ID, "-r", str(run_dir)).stdout
     figures = set(re.findall(r"([\d,]+) chars saved", out))
     assert len(figures) == 1, out

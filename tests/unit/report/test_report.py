@@ -5,145 +5,26 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from flower.report.preview import PRICING, build_preview, preview_json, render_entry
 from flower.report.analysis import analyze, api_messages, least_squares_slope, report_json, visible_chars
 from flower.report.html import render_html
-from tests.support.transcripts import TRANSCRIPTS, Transcript, bash, text, tool_use
-
-Entry = dict[str, Any]
-
-
-def usage(inp: int, read: int, write: int, out: int) -> dict[str, int]:
-    return {
-        "input_tokens": inp,
-        "cache_read_input_tokens": read,
-        "cache_creation_input_tokens": write,
-        "output_tokens": out,
-    }
-
-
-def reply(
-    msg_id: str,
-    request: str,
-    blocks: list[dict[str, Any]],
-    use: dict[str, int],
-    *,
-    session: str = "S1",
-    sidechain: bool = False,
-    agent: str | None = None,
-    outs: list[int] | None = None,
-) -> list[Entry]:
-    """One API reply stored the way the CLI stores it: one entry per block, each repeating the usage."""
-    entries = []
-    for number, block in enumerate(blocks):
-        u = dict(use)
-        if outs is not None:
-            u["output_tokens"] = outs[number]  # streamed output tokens grow entry by entry
-        entry: Entry = {
-            "type": "assistant",
-            "uuid": f"{msg_id}-{number}",
-            "requestId": request,
-            "sessionId": session,
-            "isSidechain": sidechain,
-            "cwd": "/work/ws",
-            "message": {
-                "id": msg_id,
-                "role": "assistant",
-                "model": "claude-opus-5-5",
-                "content": [block],
-                "usage": u,
-            },
-        }
-        if agent:
-            entry["agentId"] = agent
-        entries.append(entry)
-    return entries
-
-
-def user(uuid: str, content: Any, *, session: str = "S1") -> Entry:
-    return {
-        "type": "user",
-        "uuid": uuid,
-        "sessionId": session,
-        "message": {"role": "user", "content": content},
-    }
-
-
-def result(uuid: str, call: str, body: str, *, session: str = "S1") -> Entry:
-    return user(uuid, [{"type": "tool_result", "tool_use_id": call, "content": body}], session=session)
-
-
-BASH_INPUT = '{"command": "git status"}'
-AGENT_INPUT = '{"description": "fix", "prompt": "FIX IT", "subagent_type": "worker"}'
-
-
-def main_session() -> list[Entry]:
-    return [
-        user("u1", "fix the bug"),
-        *reply(
-            "m1",
-            "r1",
-            [
-                {"type": "text", "text": "Looking."},
-                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "git status"}},
-            ],
-            usage(100, 900, 50, 5),
-            outs=[5, 20],
-        ),
-        result("u2", "t1", "clean"),
-        *reply(
-            "m2",
-            "r2",
-            [
-                {
-                    "type": "tool_use",
-                    "id": "t2",
-                    "name": "Agent",
-                    "input": {"description": "fix", "prompt": "FIX IT", "subagent_type": "worker"},
-                }
-            ],
-            usage(10, 1990, 100, 30),
-        ),
-        {"type": "cost-state", "totalCostUSD": 0.12},
-        result("u3", "t2", "fixed at a.py:3"),
-        *reply("m3", "r3", [{"type": "text", "text": "Done."}], usage(5, 2995, 0, 7)),
-        {"type": "cost-state", "totalCostUSD": 0.15},
-    ]
-
-
-def sub_session() -> list[Entry]:
-    return [
-        {"type": "agent_metadata", "agentType": "worker", "toolUseId": "t2"},
-        user("s-u1", "FIX IT"),
-        *reply(
-            "s1",
-            "rs1",
-            [
-                {"type": "thinking", "thinking": "hm"},
-                {"type": "tool_use", "id": "t3", "name": "Edit", "input": {"file_path": "a.py"}},
-                {"type": "tool_use", "id": "t4", "name": "Bash", "input": {"command": "pytest"}},
-            ],
-            usage(500, 0, 500, 40),
-            sidechain=True,
-            agent="a1",
-        ),
-        result("s-u2", "t3", "ok"),
-        result("s-u3", "t4", "1 passed"),
-        *reply(
-            "s2",
-            "rs2",
-            [{"type": "text", "text": "fixed at a.py:3"}],
-            usage(50, 1000, 0, 10),
-            sidechain=True,
-            agent="a1",
-        ),
-    ]
-
+from tests.support.sessions import (
+    AGENT_INPUT,
+    BASH_INPUT,
+    REAL,
+    REAL_ID,
+    glance_session,
+    jsonl_entries,
+    main_session,
+    reply,
+    sub_session,
+    usage,
+    user,
+)
+from tests.support.transcripts import Transcript, bash, text, tool_use
 
 SPILLS = [
     {"hash": "h1", "tool": "Bash", "field": "stdout", "chars": 5000, "agent": "a1", "tool_use_id": "t4"},
@@ -303,21 +184,13 @@ def test_report_json_has_the_documented_shape() -> None:
     }
 
 
-REAL = TRANSCRIPTS / "spotter" / "test" / "fixtures" / "transcripts"
-REAL_ID = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
-
-
-def _jsonl(path: Path) -> list[Entry]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 @pytest.mark.skipif(not (REAL / f"{REAL_ID}.jsonl").is_file(), reason="shared transcripts not present")
 def test_real_transcript_with_subagents() -> None:
     """A real CLI 2.1.39 session with two subagent files. Expected numbers were counted independently
     (distinct requestIds; usage of each message's last entry): 408 assistant entries are 217 API messages."""
-    main = _jsonl(REAL / f"{REAL_ID}.jsonl")
+    main = jsonl_entries(REAL / f"{REAL_ID}.jsonl")
     subs = {
-        p.stem.removeprefix("agent-"): _jsonl(p)
+        p.stem.removeprefix("agent-"): jsonl_entries(p)
         for p in sorted((REAL / REAL_ID / "subagents").glob("*.jsonl"))
     }
     report = analyze({REAL_ID: main}, subs)
@@ -363,19 +236,6 @@ def test_visible_chars_counts_each_block_once() -> None:
 
 
 # --- preview (B-11) ----------------------------------------------------------------------------------
-
-
-STATUS = "On branch main\n" + "".join(f"modified: src/module_{n}.py\n" for n in range(30))
-
-
-def glance_session() -> Transcript:
-    t = Transcript()
-    t.prompt("check the tree")
-    for n in range(7):
-        t.assistant(bash(f"g{n}", "git status" if n == 0 else f"ls dir{n}"))
-        t.result(f"g{n}", STATUS if n == 0 else f"file{n}.txt")
-    t.assistant(text("all clean"))
-    return t
 
 
 def test_preview_diffs_the_expired_glance_result() -> None:

@@ -10,13 +10,13 @@ import pytest
 
 from flower.report.rundata import open_store, resolve_session
 from flower.stores.sqlite import SqliteSessionStore
-from tests.unit.cli.test_cli import GLANCE_ID, MAIN_ID, assert_one_line_error, invoke, run_dir  # noqa: F401
-from tests.unit.report.test_report import glance_session
+from tests.support.cli import GLANCE_ID, MAIN_ID, assert_one_line_error, invoke
+from tests.support.sessions import glance_session
 
 TWIN_ID = "11112222-0000-4000-8000-000000000000"
 
 
-def test_a_unique_prefix_names_its_session(run_dir: Path) -> None:  # noqa: F811
+def test_a_unique_prefix_names_its_session(run_dir: Path) -> None:
     runs = str(run_dir)
     report = json.loads(invoke("report", MAIN_ID[:8], "-r", runs, "--json").stdout)
     assert report["sessions"] == [MAIN_ID] and report["target"] == MAIN_ID
@@ -27,7 +27,7 @@ def test_a_unique_prefix_names_its_session(run_dir: Path) -> None:  # noqa: F811
     assert items[0]["detail"]["session_id"] == MAIN_ID
 
 
-def test_an_ambiguous_prefix_lists_the_candidates(run_dir: Path) -> None:  # noqa: F811
+def test_an_ambiguous_prefix_lists_the_candidates(run_dir: Path) -> None:
     with SqliteSessionStore(run_dir / "sessions.db") as store:
         store.append_sync({"project_key": "-other", "session_id": TWIN_ID}, glance_session().entries)
     for command in (("logs",), ("report",), ("preview",), ("sessions", "show")):
@@ -38,7 +38,7 @@ def test_an_ambiguous_prefix_lists_the_candidates(run_dir: Path) -> None:  # noq
     assert_one_line_error(invoke("logs", "3333", "-r", str(run_dir)), "unknown session 3333")
 
 
-def test_resolve_session_takes_a_full_id_as_it_is(run_dir: Path) -> None:  # noqa: F811
+def test_resolve_session_takes_a_full_id_as_it_is(run_dir: Path) -> None:
     store = open_store(None, run_dir)
     try:
         assert resolve_session(store, MAIN_ID, run_dir) == MAIN_ID

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from flower.report.tables import number_tables
-from tests.unit.cli.test_cli import MAIN_ID, invoke, run_dir  # noqa: F401
+from tests.support.cli import MAIN_ID, invoke
 
 NUMBER = re.compile(r"\$?\d[\d,]*(?:\.\d+)?[KM%]?")
 
@@ -38,7 +38,7 @@ def test_numbers_stay_whole_at_any_width(width: int) -> None:
 
 
 @pytest.mark.parametrize("width", ["80", "60"])
-def test_cli_outputs_keep_their_numbers_whole(run_dir: Path, width: str) -> None:  # noqa: F811
+def test_cli_outputs_keep_their_numbers_whole(run_dir: Path, width: str) -> None:
     data = json.loads(invoke("report", str(run_dir), "--json").stdout)
     for args in (("report", str(run_dir)), ("report", str(run_dir), "--by", "worker"),
                  ("sessions", "list", "-r", str(run_dir)), ("sessions", "show", MAIN_ID, "-r", str(run_dir)),
@@ -53,7 +53,7 @@ def test_cli_outputs_keep_their_numbers_whole(run_dir: Path, width: str) -> None
     assert f"${data['cost_usd']:,.4f}" in report
 
 
-def test_report_by_adds_up_and_prints_json(run_dir: Path) -> None:  # noqa: F811
+def test_report_by_adds_up_and_prints_json(run_dir: Path) -> None:
     for by in ("worker", "model", "day", "step"):
         data = json.loads(invoke("report", str(run_dir), "--by", by, "--json").stdout)
         assert data["by"] == by and data["rows"]

@@ -14,7 +14,7 @@ import pytest
 from flower.errors import StoredDataError, StoreError
 from flower.stores.rewrite import RewritingSessionStore
 from flower.stores.sqlite import SqliteSessionStore
-from tests.unit.cli.test_cli import MAIN_ID, assert_one_line_error, invoke, run_dir  # noqa: F401  (fixture)
+from tests.support.cli import MAIN_ID, assert_one_line_error, invoke
 
 KEY = {"project_key": "-p", "session_id": "s1"}
 
@@ -73,7 +73,7 @@ def test_append_of_a_non_object_is_one_error_and_nothing_is_appended(tmp_path: P
         ("sessions", "show", MAIN_ID, "-r", "{runs}"),
     ],
 )
-def test_reading_commands_print_one_line_for_a_non_json_row(run_dir: Path, command: tuple[str, ...]) -> None:  # noqa: F811
+def test_reading_commands_print_one_line_for_a_non_json_row(run_dir: Path, command: tuple[str, ...]) -> None:
     with sqlite3.connect(run_dir / "sessions.db") as conn:
         (seq,) = conn.execute("SELECT MIN(seq) FROM entries").fetchone()
     break_row(run_dir / "sessions.db", seq)
@@ -83,7 +83,7 @@ def test_reading_commands_print_one_line_for_a_non_json_row(run_dir: Path, comma
 
 @pytest.mark.parametrize("payload", ["42", '"text"', "[1, 2]", '{"type": "assistant", "message": "a string"}',
                                      '{"type": "user", "parentUuid": {"x": 1}, "uuid": "odd"}'])
-def test_reading_commands_survive_odd_but_valid_json_rows(run_dir: Path, payload: str) -> None:  # noqa: F811
+def test_reading_commands_survive_odd_but_valid_json_rows(run_dir: Path, payload: str) -> None:
     """Item 11 at the reading end: a row of an odd shape is left as stored and the report still runs."""
     with sqlite3.connect(run_dir / "sessions.db") as conn:
         (seq,) = conn.execute("SELECT MIN(seq) + 1 FROM entries").fetchone()

@@ -20,16 +20,7 @@ from flower.testing import (
     thinking,
     tool_use,
 )
-
-USER = {"role": "user", "content": "hi"}
-
-
-def post(api: ScriptedAPI, body: dict[str, Any], path: str = "/v1/messages",
-         headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", api.port, timeout=10)
-    conn.request("POST", path, json.dumps(body), {"content-type": "application/json", **(headers or {})})
-    response = conn.getresponse()
-    return response.status, response.read()
+from tests.support.scripted_http import USER, post
 
 
 def sse(raw: bytes) -> list[tuple[str, dict[str, Any]]]:

@@ -10,7 +10,7 @@ import pytest
 
 from flower.errors import ScriptError
 from flower.testing import ScriptedAPI, text, tool_use
-from tests.unit.testing.test_scripted_api import USER, post
+from tests.support.scripted_http import USER, post
 
 BASH = {"name": "Bash", "input_schema": {"type": "object", "additionalProperties": False,
                                          "properties": {"command": {}, "description": {}, "timeout": {}}}}
