@@ -17,9 +17,9 @@ from claude_agent_sdk import InMemorySessionStore, create_sdk_mcp_server, tool
 
 from flower import texts
 from flower.agent.options import build_options
-from flower.walls.glance.judge import is_ephemeral
 from flower.agent.roles import coordinator, worker
 from flower.testing import ScriptedAPI, collect, text, tool_use
+from flower.walls.glance.judge import is_ephemeral
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

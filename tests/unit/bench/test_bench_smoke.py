@@ -14,7 +14,6 @@ import pytest
 
 from bench.__main__ import discover, run_one
 from bench._table import KEYS, normalize
-
 from tests.support.transcripts import TRANSCRIPTS
 
 CLI_MODULES = {"economy", "endurance", "guards", "placement", "tracing"}

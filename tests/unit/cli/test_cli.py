@@ -13,11 +13,11 @@ from pathlib import Path
 import click
 import pytest
 
-from flower.cli.launch import check_credentials
-from flower.cli import cli
 from flower import texts
-from flower.errors import ConfigError
+from flower.cli import cli
+from flower.cli.launch import check_credentials
 from flower.cli.live import LiveView
+from flower.errors import ConfigError
 from flower.report.text import sanitize
 from tests.support.cli import GLANCE_ID, MAIN_ID, REPO, assert_one_line_error, invoke
 from tests.support.sessions import main_session, sub_session

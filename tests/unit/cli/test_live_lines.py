@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import io
 
-from flower.cli.live import LiveView
 from flower.agent.events import Event
+from flower.cli.live import LiveView
 
 
 def view() -> tuple[LiveView, io.StringIO]:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from flower.runtime.runtime import Runtime
 from flower.flow import durable
 from flower.flow.signals import REMARK_PROMPT, guard
+from flower.runtime.runtime import Runtime
 
 
 class Recorder(Runtime):

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flower import texts
-from flower.util.sections import labelled_sections
 from flower.human.documents import Brief, Goal, Verdict
+from flower.util.sections import labelled_sections
 
 FULL = """Here is the brief.
 

@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from flower.report.preview import PRICING, build_preview, preview_json, render_entry
 from flower.report.analysis import analyze, api_messages, least_squares_slope, report_json, visible_chars
 from flower.report.html import render_html
+from flower.report.preview import PRICING, build_preview, preview_json, render_entry
 from tests.support.sessions import (
     AGENT_INPUT,
     BASH_INPUT,

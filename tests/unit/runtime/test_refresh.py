@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flower.runtime.refresh import RefreshPolicy
 from flower.errors import ConfigError
+from flower.runtime.refresh import RefreshPolicy
 
 
 def test_a_refresh_needs_the_floor_and_the_share() -> None:
@@ -91,8 +91,8 @@ def _scripted_drive(tmp_path: Path, attempts: list, seen: list) -> object:  # ty
 async def test_a_handoff_starts_the_refresh_checks_afresh(tmp_path: Path) -> None:
     """The next check's context belongs to the retired generation: a new one starting far below it must
     not wait for it (it may never get there before its own handoff)."""
-    from flower.runtime.runtime import _Attempt
     from flower.agent.spec import AgentSpec
+    from flower.runtime.runtime import _Attempt
 
     def checked(runtime, tally) -> None:  # type: ignore[no-untyped-def]
         tally.next_refresh = 185_000
@@ -108,8 +108,8 @@ async def test_a_handoff_starts_the_refresh_checks_afresh(tmp_path: Path) -> Non
 @pytest.mark.anyio
 async def test_an_interrupt_that_lands_on_a_refresh_is_delivered(tmp_path: Path) -> None:
     """Runtime.interrupt during the turn a refresh stops: the resume carries the user's message (L-5)."""
-    from flower.runtime.runtime import _Attempt
     from flower.agent.spec import AgentSpec
+    from flower.runtime.runtime import _Attempt
 
     def interrupted(runtime, tally) -> None:  # type: ignore[no-untyped-def]
         runtime._interrupt = "look at the parser first"

@@ -7,10 +7,18 @@ import random
 from pathlib import Path
 
 import pytest
-from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock, ToolUseBlock, UserMessage
+from claude_agent_sdk import (
+    AssistantMessage,
+    ResultMessage,
+    SystemMessage,
+    TextBlock,
+    ToolUseBlock,
+    UserMessage,
+)
 
 from flower.agent.compact import CompactPolicy
 from flower.agent.events import Event, emit, to_events
+from flower.errors import ConfigError
 from flower.runtime.handoff import (
     ContextMeter,
     HandoffPolicy,
@@ -20,7 +28,6 @@ from flower.runtime.handoff import (
     save_handoff,
 )
 from flower.runtime.resilience import RetryPolicy, classify, endpoint_reachable
-from flower.errors import ConfigError
 
 
 def test_threshold_defaults_to_the_1m_window_minus_a_quarter(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -297,8 +304,8 @@ def test_a_model_other_than_the_specs_is_warned_about_and_sets_the_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Item 3: the gateway serves another model than the spec names: say so, and follow its window."""
-    from flower.runtime.runtime import Runtime
     from flower.agent.spec import AgentSpec
+    from flower.runtime.runtime import Runtime
 
     monkeypatch.delenv("FLOWER_WINDOW", raising=False)
     rt = Runtime(tmp_path, run_dir=tmp_path / "runs", workbench=False, env={"ANTHROPIC_MODEL": ""})

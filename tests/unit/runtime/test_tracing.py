@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from flower.cli.otel import otlp_endpoint
 from flower import texts
 from flower.agent.eventinfo import denial_reason, dispatch_of, spill_of, usage_of
+from flower.cli.otel import otlp_endpoint
 from flower.errors import ConfigError
 
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.testing import run_session_store_conformance
 from claude_agent_sdk.types import SessionKey
+from psycopg import sql
 
 from flower.errors import ConfigError, StoreError
 from flower.stores import _postgres_schema as postgres_module

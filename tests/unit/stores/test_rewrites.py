@@ -11,18 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.transcripts import (
-    REJECTED_TEXT,
-    Transcript,
-    bash,
-    block_of,
-    by_uuid,
-    chain_ok,
-    image_block,
-    text,
-    thinking,
-    tool_use,
-)
 
 from flower import texts
 from flower.errors import ConfigError
@@ -38,6 +26,18 @@ from flower.stores.rewrite import (
     trim_results,
 )
 from flower.stores.validate import validate
+from tests.support.transcripts import (
+    REJECTED_TEXT,
+    Transcript,
+    bash,
+    block_of,
+    by_uuid,
+    chain_ok,
+    image_block,
+    text,
+    thinking,
+    tool_use,
+)
 
 
 def glance(command: str) -> bool:

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.transcripts import TRANSCRIPTS, real_transcripts, transcript_id
 
 from flower import texts
 from flower.stores.jsonl import read_jsonl
 from flower.stores.prune import find_interrupted
 from flower.stores.rewrite import EphemeralPolicy, TrimPolicy, rewrite
 from flower.stores.validate import validate
+from tests.support.transcripts import TRANSCRIPTS, real_transcripts, transcript_id
 
 PATHS = real_transcripts()
 pytestmark = pytest.mark.skipif(not PATHS, reason=f"real transcripts not found at {TRANSCRIPTS}")

@@ -15,16 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flower.walls.glance import judge as glance
-
 from flower import texts
+from flower.stores.trim import EphemeralPolicy
+from flower.walls.glance import judge as glance
+from flower.walls.glance.jq import jq_program_ok
 from flower.walls.glance.judge import COMMANDS, describe_refusal, is_ephemeral
 from flower.walls.glance.options import Word, parse
 from flower.walls.glance.paths import device_word, numeric_local
-from flower.walls.glance.jq import jq_program_ok
 from flower.walls.glance.rules import Rule, awk_program_ok, sed_script_ok
 from flower.walls.guard import delegate_guard
-from flower.stores.trim import EphemeralPolicy
 from tests.support.glance_corpus import ALLOWED, REFUSED
 
 FLOWER = Path(glance.__file__).resolve().parents[2]

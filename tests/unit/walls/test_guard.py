@@ -7,12 +7,11 @@ from typing import Any
 import pytest
 
 from flower import texts
-from flower.agent.options import build_options
-from flower.agent.spec import AgentSpec
-from flower.agent.options import spec_guards
-from flower.walls.guard import approve_subagents, delegate_guard, merge_hooks, whitelist_guard
+from flower.agent.options import build_options, spec_guards
 from flower.agent.roles import coordinator, worker
+from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
+from flower.walls.guard import approve_subagents, delegate_guard, merge_hooks, whitelist_guard
 from tests.support.hooks import SUBAGENT_ID, hook_input
 
 pytestmark = pytest.mark.anyio

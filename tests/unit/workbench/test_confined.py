@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from flower.util.confined import Confined, resolve_inside
-from flower.runtime.handoff import save_handoff
-from flower.workbench.spill import LOG_NAME, spill_callback
-from flower.workbench.bench import Workbench
 from flower.errors import FlowerError, UnsafePathError
+from flower.runtime.handoff import save_handoff
 from flower.stores.trim import TrimPolicy, spill_text, trim_results
+from flower.util.confined import Confined, resolve_inside
+from flower.workbench.bench import Workbench
+from flower.workbench.spill import LOG_NAME, spill_callback
 from tests.support.hooks import hook_input
 
 BIG = "".join(f"secret line {n}\n" for n in range(600))

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from claude_agent_sdk import HookMatcher
 
+from flower import texts
+from flower.errors import ConfigError
 from flower.util import confined as confined_mod
 from flower.workbench import spill as spill_mod
-from flower import texts
-from flower.workbench.spill import BULKY, HEAD_CHARS, spill_callback, spill_guard
 from flower.workbench.bench import Workbench
-from flower.errors import ConfigError
+from flower.workbench.spill import BULKY, HEAD_CHARS, spill_callback, spill_guard
 from tests.support.hooks import hook_input
 
 CTX: Any = {"signal": None}

@@ -10,6 +10,7 @@ import pytest
 from claude_agent_sdk import HookMatcher
 
 from flower import texts
+from flower.errors import ConfigError
 from flower.workbench.bench import (
     Entry,
     Workbench,
@@ -20,7 +21,6 @@ from flower.workbench.bench import (
     workbench_hooks,
 )
 from flower.workbench.stats import ScriptUse, WorkbenchStats, workbench_stats
-from flower.errors import ConfigError
 from tests.support.hooks import hook_input as shaped_input
 
 CTX: Any = {"signal": None}
