@@ -36,7 +36,7 @@ mixed quotes (`"a"'b'` keeps the single quotes) and it misreads `$'...'`. So wor
 from the source text by `_scan`, which refuses what bashlex may have misread, and `_check_gaps`
 refuses any source text that no node accounts for.
 
-Decisions (each one is pinned by the corpus in tests/unit/glance_corpus.py).
+Decisions (each one is pinned by the corpus in tests/support/glance_corpus.py).
 - `$NAME`, globs and brace expansion are allowed only in arguments of *argument-blind* commands
   (`Rule(flags=None)`: cat, ls, grep, echo, ...), which have no flag or operand that writes, runs or
   never ends, so any value is harmless. Elsewhere the program's real argv cannot be known (`uniq *`

@@ -1,6 +1,6 @@
 """The fixed part of a coordinator's requests (issue #19, S-25): which CLI tools and switches a lean spec drops.
 
-Not a wall (S-5): only what nobody in the spec can use goes; the walls stay hooks (`tests/unit/test_guard.py`).
+Not a wall (S-5): only what nobody in the spec can use goes; the walls stay hooks (`tests/unit/walls/test_guard.py`).
 """
 
 from __future__ import annotations
