@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import importlib.util
 import inspect
 import os
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -42,8 +40,11 @@ from flower.agent.events import Event, OnEvent, emit
 from flower.runtime.runtime import Runtime
 from flower.agent.spec import AgentSpec
 from flower.runtime.steps import StepResult
-from flower.errors import ConfigError, FlowError, FlowerError
+from flower.errors import ConfigError, FlowError
 from flower.flow import engine
+from flower.stores.opening import open_store
+from flower.util.loader import load_target
+from flower.util.oneline import first_line
 
 __all__ = [
     "BRANCH_WORKFLOW",
@@ -290,35 +291,13 @@ def _branch_runtime(live: Live, label: str, isolate: bool) -> Runtime:
 
 
 def load_source(source: str) -> Any:
-    """The object named by `FILE.py:ATTR` (called when callable): how another process finds a workflow."""
-    path, sep, attr = source.rpartition(":")
+    """The object named by `FILE.py:ATTR`: how another process finds a workflow (loaded once per process)."""
+    path, sep, _ = source.rpartition(":")
     if not sep or not path.endswith(".py"):
         raise ConfigError(f"workflow source {source!r} must look like FILE.py:ATTR")
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"workflow source {file} not found on this machine")
-    name = f"flower_flow_{abs(hash(str(file.resolve())))}"
-    module = sys.modules.get(name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(name, file)
-        if spec is None or spec.loader is None:
-            raise ConfigError(f"cannot load {file} as Python")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        sys.path.insert(0, str(file.resolve().parent))
-        try:
-            spec.loader.exec_module(module)
-        except FlowerError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the user's file: one line naming it
-            raise ConfigError(f"cannot load {file}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
-        finally:
-            sys.path.remove(str(file.resolve().parent))
-    value: Any = module
-    for part in attr.split("."):
-        if not hasattr(value, part):
-            raise ConfigError(f"{file} has no attribute {attr!r}")
-        value = getattr(value, part)
+    if not Path(path).is_file():
+        raise ConfigError(f"workflow source {path} not found on this machine")
+    value, _ = load_target(source, reuse=True)
     return value
 
 
@@ -333,9 +312,7 @@ def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
     store_url = _WORKER.get("store")
     store: Any = None
     if store_url and engine.database_url(".", store_url).startswith("postgresql"):
-        from flower.stores.postgres import PostgresSessionStore
-
-        store = PostgresSessionStore(store_url)
+        store = open_store(store_url)
     run_dir = meta.get("run_dir") if meta.get("run_dir") and Path(meta["run_dir"]).is_dir() else None
     workspace = Path(meta["workspace"])
     if not workspace.is_dir():
@@ -458,8 +435,7 @@ async def run(
             result: dict[str, Any] = await handle.get_result()
         except DBOSException as exc:
             # E.g. a run continued with a workflow whose steps changed since it was recorded: one line.
-            raise FlowError(f"run {run_id} cannot continue: {str(exc).splitlines()[0] if str(exc) else exc!r}") \
-                from None
+            raise FlowError(f"run {run_id} cannot continue: {first_line(exc)}") from None
         finally:
             _LIVE.pop(run_id, None)
     return result
