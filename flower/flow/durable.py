@@ -22,8 +22,6 @@ import contextlib
 import contextvars
 import inspect
 import os
-import shutil
-import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -42,6 +40,7 @@ from flower.agent.spec import AgentSpec
 from flower.runtime.steps import StepResult
 from flower.errors import ConfigError, FlowError
 from flower.flow import engine
+from flower.flow.isolation import branch_runtime, safe_name
 from flower.stores.opening import open_store
 from flower.util.loader import load_target
 from flower.util.oneline import first_line
@@ -128,7 +127,7 @@ async def _run_workflow(meta: dict[str, Any]) -> dict[str, Any]:
 async def _branch_workflow(payload: dict[str, Any]) -> dict[str, Any]:
     live = _LIVE.get(payload["run_id"]) or _adopt(payload["run_id"], payload["meta"])
     step = live.workflow.find(payload["step"])
-    runtime = _branch_runtime(live, payload["label"], step.writes and payload.get("isolate", True))
+    runtime = branch_runtime(live, payload["label"], step.writes and payload.get("isolate", True))
     updates: dict[str, Any] = await live.workflow._member(live, step, payload, runtime)
     current = engine.current()
     updates["_ran_by"] = {payload["label"]: current.executor_id if current else "?"}
@@ -248,45 +247,6 @@ async def branches(live: Live, group: str, limit: int | None, payloads: list[dic
     return results
 
 
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-
-def isolated_workspace(workspace: Path, run_dir: Path, run_id: str, label: str) -> Path:
-    """A workspace of its own for a parallel writing step: a git worktree at HEAD when the workspace is a
-    git repository, else a copy of it (without `.flower/`). The same path on a re-run."""
-    target = run_dir / "workspaces" / _safe(run_id) / _safe(label)
-    if target.is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    inside = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--is-inside-work-tree"],
-                            capture_output=True, text=True)
-    if inside.returncode == 0 and inside.stdout.strip() == "true":
-        done = subprocess.run(["git", "-C", str(workspace), "worktree", "add", "--detach", str(target), "HEAD"],
-                              capture_output=True, text=True)
-        if done.returncode == 0:
-            return target
-    skip = {os.path.realpath(run_dir), os.path.realpath(target.parent)}
-
-    def ignore(folder: str, names: list[str]) -> list[str]:
-        # The workbench, and the run dir when it lies inside the workspace (the copy would copy itself).
-        return [n for n in names if n == ".flower" or os.path.realpath(os.path.join(folder, n)) in skip]
-
-    shutil.copytree(workspace, target, ignore=ignore, symlinks=True)
-    return target
-
-
-def _branch_runtime(live: Live, label: str, isolate: bool) -> Runtime:
-    base = live.runtime
-    workspace = base.workspace
-    if isolate:
-        workspace = isolated_workspace(base.workspace, base.run_dir, live.run_id, label)
-    return Runtime(workspace, run_dir=base.run_dir, store=base.store, env=base.env, run_id=live.run_id,
-                   handoff=base.handoff or False, refresh=base.refresh or False, resilience=base.retry or False,
-                   portable=base.portable,
-                   placement=base.placement, spill_threshold=base.spill_threshold)
-
-
 # --- adopting a run started elsewhere (fleet) -----------------------------------------------------
 
 
@@ -328,7 +288,7 @@ def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
 
 @contextlib.contextmanager
 def _run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
-    path = run_dir / "locks" / f"{_safe(run_id)}.lock"
+    path = run_dir / "locks" / f"{safe_name(run_id)}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(path, timeout=0)  # portable (no fcntl): `import flower.flow` works on Windows too
     try:
@@ -343,7 +303,7 @@ def _run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
 
 def run_lock_held(run_dir: Path, run_id: str) -> bool:
     """Another process on this machine is executing the run now."""
-    path = run_dir / "locks" / f"{_safe(run_id)}.lock"
+    path = run_dir / "locks" / f"{safe_name(run_id)}.lock"
     if not path.exists():
         return False
     lock = FileLock(path, timeout=0)

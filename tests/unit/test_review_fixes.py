@@ -13,7 +13,7 @@ from flower.agent.options import check_isolation
 from flower.walls.dispatch import isolation_input
 from flower.agent.roles import coordinator, worker
 from flower.errors import ConfigError
-from flower.flow.durable import isolated_workspace
+from flower.flow.isolation import isolated_workspace
 from flower.human.channel import HumanChannel
 
 
