@@ -224,7 +224,6 @@ def cancel(run_id: str, run_dir: str, store: str | None) -> None:
 def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> None:
     """Take queued parallel steps of any run on the fleet's PostgreSQL until stopped (Ctrl-C, SIGTERM)."""
     from flower.flow import durable, engine
-    from flower.flow import workflow as _workflow  # noqa: F401 - lets this process load workflows it adopts
     from flower.flow.signals import record_interrupted
 
     if not engine.database_url(run_dir, store).startswith("postgresql"):

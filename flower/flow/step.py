@@ -22,7 +22,7 @@ async; `reduce` is sync.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -98,13 +98,13 @@ class Step:
             tools.update(agent.tools)
         return bool(WRITE_TOOLS & {tool.split("(", 1)[0].strip() for tool in tools})  # `Bash(make:*)` is Bash
 
-    def items(self, ctx: Any) -> list[Any]:
+    def items(self, ctx: Mapping[str, Any]) -> list[Any]:
         values = self.over(ctx) if callable(self.over) else self.over
         if values is None or isinstance(values, (str, bytes)):
             raise FlowError(f"step {self.name}: over must give a list of items, not {type(values).__name__}")
         return list(values)
 
-    def render(self, ctx: Any, *, resuming: bool = False, item: Any = _UNSET) -> str:
+    def render(self, ctx: Mapping[str, Any], *, resuming: bool = False, item: Any = _UNSET) -> str:
         """The prompt for this attempt: `resume_prompt` when resuming (if set), else `prompt`."""
         source = self.resume_prompt if resuming and self.resume_prompt is not None else self.prompt
         if callable(source):
