@@ -1,8 +1,12 @@
-"""flower's workflows as DBOS workflows and steps (L-7, B-13).
+"""The DBOS executor: flower's workflows as DBOS workflows and steps.
+
+`Live` is the executor (`flower.flow.executor.Executor`) of one run in this process; the semantics it runs
+are `flower.flow.execution`'s.
 
 - A run is the DBOS workflow `flower.run` whose id is the run id. Its input is plain metadata (workflow
   name, workspace, run dir, source target, step count); the `Workflow` object itself lives in this process
-  (`_LIVE`), or is loaded from its source by a process that adopts the run (a fleet worker).
+  (`_LIVE`), or is loaded from its source by a process that adopts the run (a fleet worker loads
+  `FILE.py:ATTR` itself: a workflow, or a callable returning one).
 - Each agent attempt is a DBOS step (`agent:<label>`) whose checkpoint is the `StepResult`; gates, feedback
   and each step's context updates are checkpointed too (`gate:`, `feedback:`, `settle:`), so a replay after a
   crash reaches the same place without calling the model or the user's code again.

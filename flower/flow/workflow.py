@@ -1,4 +1,4 @@
-"""`Workflow`: agent steps with gates, retries and parallel groups, run durably on DBOS (L-6, L-7).
+"""`Workflow`: agent steps with gates, retries and parallel groups, run durably on DBOS.
 
 `await wf.run(runtime)` starts a run, or continues this workflow's unfinished run in the same workspace and
 run dir; it returns the `Context`: each step's output under its name, plus `_results` (StepResults),
