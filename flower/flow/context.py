@@ -7,8 +7,9 @@
   flower continues under this one.
 - `StepContext` is what `prompt`, `when`, `gate`, `on_reject`, `reduce` and `over` get as `ctx`: a
   read-only view of the context (`ctx["survey"]`, `ctx.get(...)`, `ctx.results`) that also names the run
-  it belongs to: `ctx.runtime` (the runtime this step runs on; a parallel branch's own one), `ctx.run_id`,
-  `ctx.step`, `ctx.label` and `ctx.emit(event)` for the run's event callback.
+  it belongs to: `ctx.runtime` (the runtime this step runs on; a parallel branch's own one),
+  `ctx.run_runtime` (the run's own, whose workbench holds the run's notes), `ctx.run_id`, `ctx.step`,
+  `ctx.label` and `ctx.emit(event)` for the run's event callback.
 """
 
 from __future__ import annotations
@@ -113,6 +114,13 @@ class StepContext(Mapping[str, Any]):
     label: str
     """This run of the step: the name, or `name[i]` for a fan-out item."""
     on_event: OnEvent | None = None
+    run_runtime: Runtime | None = None
+    """The runtime the run was started with, whose workbench holds the run's notes (default: `runtime`; they
+    differ in a parallel writing step)."""
+
+    def __post_init__(self) -> None:
+        if self.run_runtime is None:
+            object.__setattr__(self, "run_runtime", self.runtime)
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]

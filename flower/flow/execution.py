@@ -59,7 +59,7 @@ def as_definition(value: Any, source: str) -> Definition:
 
 
 def _view(ex: Executor, ctx: Context, runtime: Runtime, step: Step, label: str) -> StepContext:
-    return StepContext(ctx, runtime, ex.run_id, step.name, label, ex.on_event)
+    return StepContext(ctx, runtime, ex.run_id, step.name, label, ex.on_event, run_runtime=ex.runtime)
 
 
 async def execute(definition: Definition, ex: Executor) -> dict[str, Any]:

@@ -43,8 +43,9 @@ BRIEF_FILE = "brief.md"
 
 
 def step_runtime(ctx: Mapping[str, Any]) -> Runtime:
-    """The runtime of the workflow step whose `ctx` this is (a `StepContext`, inside a step's callables)."""
-    runtime = getattr(ctx, "runtime", None)
+    """The runtime of the workflow run whose `ctx` this is (a `StepContext`, inside a step's callables): the
+    run's own, whose workbench holds the brief, the goal and the judges' notes."""
+    runtime = getattr(ctx, "run_runtime", None)
     if not isinstance(runtime, Runtime):
         raise ConfigError("a human workflow step runs outside a workflow run; use its run(runtime, ...) adapter")
     return runtime

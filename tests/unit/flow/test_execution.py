@@ -178,7 +178,9 @@ async def test_resume_from_continues_or_forks_an_earlier_session(runtime: Runtim
 
 async def test_parallel_members_keep_their_order_and_a_writer_gets_its_own_workspace(runtime: Runtime) -> None:
     agents = Agents(delay=lambda attempt: 0.05 if attempt.step == "r" else 0.0)
-    flow = Workflow([parallel(Step("r", READER, "read"), Step("w", WRITER, "write"), limit=2),
+    seen: list[StepContext] = []
+    flow = Workflow([parallel(Step("r", READER, "read"),
+                              Step("w", WRITER, "write", gate=lambda result, ctx: seen.append(ctx) or True), limit=2),
                      Step("after", READER, lambda ctx: f"{ctx['r']} / {ctx['w']}")])
     ctx, executor = await run(flow, runtime, agents)
     assert agents.labels[-1] == "after" and agents.calls[-1].prompt == "r did it / w did it"
@@ -186,6 +188,7 @@ async def test_parallel_members_keep_their_order_and_a_writer_gets_its_own_works
     own = Path(ctx["_workspaces"]["w"])
     assert "r" not in ctx["_workspaces"] and agents.runtimes["r"].workspace == runtime.workspace
     assert agents.runtimes["w"].workspace == own and (own / "file.txt").read_text() == "x\n" and own != runtime.workspace
+    assert seen[0].runtime is agents.runtimes["w"] and seen[0].run_runtime is runtime and seen[0].label == "w"
     assert executor.log.index("result:r") < executor.log.index("settle:r") < executor.log.index("settle:w")
 
 
