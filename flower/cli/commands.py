@@ -29,6 +29,7 @@ from rich.console import Console
 
 from flower.cli.launch import execute, load_spec, read_prompt
 from flower.errors import FlowerError
+from flower.util.oneline import first_line
 
 __all__ = ["cli", "main"]
 
@@ -60,7 +61,7 @@ class FlowerGroup(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise SystemExit(1) from None
         except FlowerError as exc:
-            raise UserError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+            raise UserError(first_line(exc)) from None
         except OSError as exc:
             raise UserError(_os_message(exc)) from None
 
@@ -294,7 +295,8 @@ def report(
 def preview(session_id: str, run_dir: str, store: str | None, as_json: bool, full: bool) -> None:
     """What the next resume of SESSION_ID would feed back, as a diff against the stored history."""
     from flower.report.terminal import print_preview
-    from flower.report.rundata import close_store, load_session, open_store
+    from flower.report.rundata import load_session
+    from flower.stores.opening import close_store, open_store
     from flower.report.preview import build_preview, preview_json
 
     base = open_store(store, Path(run_dir))
@@ -340,7 +342,8 @@ def sessions_list(
 ) -> None:
     """Every main session of the run dir's projects, oldest first."""
     from flower.report.terminal import print_sessions
-    from flower.report.rundata import close_store, open_store, session_rows
+    from flower.report.rundata import session_rows
+    from flower.stores.opening import close_store, open_store
 
     store = store if store is not None else os.environ.get("FLOWER_STORE") or None
     base = open_store(store, Path(run_dir))
@@ -360,7 +363,8 @@ def sessions_list(
 def sessions_show(session_id: str, run_dir: str, store: str | None, as_json: bool) -> None:
     """One session: its key, size, turns, context, subagents and manifest steps."""
     from flower.report.terminal import print_session
-    from flower.report.rundata import close_store, first_prompt, load_session, open_store
+    from flower.report.rundata import first_prompt, load_session
+    from flower.stores.opening import close_store, open_store
     from flower.report.analysis import analyze
 
     base = open_store(store, Path(run_dir))

@@ -27,6 +27,7 @@ from rich.console import Console
 from flower.cli.launch import check_credentials, cli_env, execute, read_prompt, resolve_target
 from flower.agent.events import Event
 from flower.errors import ConfigError, FlowError, FlowerError
+from flower.util.loader import call
 
 __all__ = ["cancel", "resume", "run", "runs", "worker"]
 
@@ -41,19 +42,11 @@ _verbose = click.option("--verbose", "-v", is_flag=True, help="Show DBOS's own l
 
 
 def _call_factory(factory: Any, source: str) -> Any:
-    try:
-        return factory()
-    except FlowerError:
-        raise
-    except TypeError as exc:
-        raise ConfigError(f"{source} must be a Workflow, an AgentSpec or a callable taking no arguments ({exc})") from None
-    except Exception as exc:  # noqa: BLE001 - the user's factory: one line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise ConfigError(f"{source}() failed: {type(exc).__name__}: {first}") from None
+    return call(factory, source, "a Workflow, an AgentSpec")
 
 
 def _session_store(store: str | None) -> Any:
-    from flower.report.rundata import open_store
+    from flower.stores.opening import open_store
 
     return open_store(store, None, create=True) if store else None
 
@@ -231,7 +224,6 @@ def cancel(run_id: str, run_dir: str, store: str | None) -> None:
 def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> None:
     """Take queued parallel steps of any run on the fleet's PostgreSQL until stopped (Ctrl-C, SIGTERM)."""
     from flower.flow import durable, engine
-    from flower.flow import workflow as _workflow  # noqa: F401 - lets this process load workflows it adopts
     from flower.flow.signals import record_interrupted
 
     if not engine.database_url(run_dir, store).startswith("postgresql"):

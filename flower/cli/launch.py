@@ -9,8 +9,6 @@ Invariants:
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import sys
 from collections.abc import Mapping
@@ -23,6 +21,8 @@ import click
 from rich.console import Console
 
 from flower.errors import ConfigError, FlowerError
+from flower.util.loader import call
+from flower.util.loader import load_target as resolve_target
 
 __all__ = ["check_credentials", "cli_env", "execute", "load_spec", "read_prompt", "resolve_target"]
 
@@ -38,75 +38,13 @@ _ENV_NAMES = frozenset(
 # --- loading a spec -------------------------------------------------------------------------------
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
-
-
-def _import_file(path: Path) -> Any:
-    if not path.is_file():
-        raise ConfigError(f"spec file {path} not found")
-    name = f"flower_spec_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"cannot load {path} as Python")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.resolve().parent))  # so the spec file can import its neighbours
-    try:
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    except FlowerError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the user's code: any failure is one line naming the file
-        raise ConfigError(f"cannot load {path}: {_first_line(exc)}") from None
-    finally:
-        sys.path.remove(str(path.resolve().parent))
-    return module
-
-
-def _import_module(name: str) -> Any:
-    sys.path.insert(0, os.getcwd())
-    try:
-        return importlib.import_module(name)
-    except FlowerError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the user's module, as above
-        raise ConfigError(f"cannot import module {name}: {_first_line(exc)}") from None
-    finally:
-        sys.path.remove(os.getcwd())
-
-
-def resolve_target(target: str) -> tuple[Any, str | None]:
-    """The object named by `FILE.py:ATTR` or `module:attr`, and `/abs/FILE.py:ATTR` for a file target (None
-    for a module), so that another process can load the same object."""
-    source, sep, attr = target.rpartition(":")
-    if not sep or not source or not attr:
-        raise ConfigError(f"run target {target!r} must look like FILE.py:ATTR or module:attr")
-    is_file = source.endswith(".py") or os.sep in source or Path(source).is_file()
-    value = _import_file(Path(source)) if is_file else _import_module(source)
-    for part in attr.split("."):
-        if not hasattr(value, part):
-            raise ConfigError(f"{source} has no attribute {attr!r}")
-        value = getattr(value, part)
-    return value, (f"{Path(source).resolve()}:{attr}" if is_file else None)
-
-
 def load_spec(target: str) -> Any:
     """The `AgentSpec` named by `FILE.py:ATTR` or `module:attr` (or returned by a zero-argument callable)."""
     from flower.agent.spec import AgentSpec
 
     value, _ = resolve_target(target)
     if not isinstance(value, AgentSpec) and callable(value):
-        try:
-            value = value()
-        except FlowerError:
-            raise
-        except TypeError as exc:
-            raise ConfigError(
-                f"{target} must be an AgentSpec or a callable taking no arguments ({exc})"
-            ) from None
-        except Exception as exc:  # noqa: BLE001 - the user's factory, as above
-            raise ConfigError(f"{target}() failed: {_first_line(exc)}") from None
+        value = call(value, target, "an AgentSpec")
     if not isinstance(value, AgentSpec):
         raise ConfigError(f"{target} is a {type(value).__name__}, not an AgentSpec")
     return value
@@ -208,7 +146,8 @@ def execute(
 
     import anyio
 
-    from flower.report.rundata import close_store, open_store, resolve_session
+    from flower.report.rundata import resolve_session
+    from flower.stores.opening import close_store, open_store
     from flower.runtime.runtime import Runtime
     from flower.cli.live import LiveView
     from flower.cli.otel import otlp_tracing

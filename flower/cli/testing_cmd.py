@@ -43,7 +43,7 @@ def serve_env(api: Any, home: Path) -> dict[str, str]:
 
 
 def _load(path: Path, port: int = 0) -> Any:
-    from flower.cli.launch import _import_file
+    from flower.util.loader import import_file as _import_file
     from flower.testing import ScriptedAPI
 
     module = _import_file(path)

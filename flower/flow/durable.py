@@ -1,8 +1,12 @@
-"""flower's workflows as DBOS workflows and steps (L-7, B-13).
+"""The DBOS executor: flower's workflows as DBOS workflows and steps.
+
+`Live` is the executor (`flower.flow.executor.Executor`) of one run in this process; the semantics it runs
+are `flower.flow.execution`'s.
 
 - A run is the DBOS workflow `flower.run` whose id is the run id. Its input is plain metadata (workflow
   name, workspace, run dir, source target, step count); the `Workflow` object itself lives in this process
-  (`_LIVE`), or is loaded from its source by a process that adopts the run (a fleet worker).
+  (`_LIVE`), or is loaded from its source by a process that adopts the run (a fleet worker loads
+  `FILE.py:ATTR` itself: a workflow, or a callable returning one).
 - Each agent attempt is a DBOS step (`agent:<label>`) whose checkpoint is the `StepResult`; gates, feedback
   and each step's context updates are checkpointed too (`gate:`, `feedback:`, `settle:`), so a replay after a
   crash reaches the same place without calling the model or the user's code again.
@@ -20,12 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import importlib.util
 import inspect
 import os
-import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,29 +33,29 @@ from pathlib import Path
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
-from dbos._error import DBOSException
+from dbos import error as dbos_error
 from filelock import FileLock, Timeout
-from dbos._error import DBOSStreamTimeoutError
 
 from flower import texts
 from flower.agent.events import Event, OnEvent, emit
 from flower.runtime.runtime import Runtime
-from flower.agent.spec import AgentSpec
 from flower.runtime.steps import StepResult
-from flower.errors import ConfigError, FlowError, FlowerError
+from flower.errors import ConfigError, FlowError
 from flower.flow import engine
+from flower.flow.execution import as_definition, execute, member
+from flower.flow.executor import Attempt, Branch, Definition
+from flower.flow.isolation import branch_runtime, safe_name
+from flower.stores.opening import open_store
+from flower.util.loader import load_target
+from flower.util.oneline import first_line
 
 __all__ = [
     "BRANCH_WORKFLOW",
     "RUN_WORKFLOW",
     "InFlight",
     "Live",
-    "agent",
-    "branches",
-    "checkpoint",
     "live_runs",
     "load_source",
-    "register_loader",
     "run",
     "run_lock_held",
     "set_worker",
@@ -78,27 +78,56 @@ class InFlight:
 
 @dataclass
 class Live:
-    """A run being executed (or helped along) by this process."""
+    """A run being executed (or helped along) by this process: the DBOS executor of its workflow."""
 
-    workflow: Any
-    """A `flower.flow.workflow.Workflow` (duck-typed here: `_execute`, `_member`, `find`)."""
+    workflow: Definition
     runtime: Runtime
     on_event: OnEvent | None
     run_id: str
     meta: dict[str, Any]
+    """What the run recorded as its input (workflow name, workspace, run dir, source, total, context)."""
     recorded: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per DBOS workflow id: label -> the last session id recorded for it."""
     inflight: dict[str, InFlight] = field(default_factory=dict)
 
+    async def checkpoint(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Run `fn()` (sync or async) once as a DBOS step named `name`; a replay returns its recorded value."""
+
+        async def body() -> Any:
+            value = fn()
+            if inspect.isawaitable(value):
+                value = await value
+            return value
+
+        return await DBOS.run_step_async({"name": name}, body)
+
+    async def agent(self, runtime: Runtime, attempt: Attempt) -> StepResult:
+        """One agent attempt as a DBOS step; a re-run of an attempt that was in flight resumes its session."""
+
+        async def body() -> StepResult:
+            return await _attempt(self, runtime, attempt)
+
+        result: StepResult = await DBOS.run_step_async({"name": f"agent:{attempt.label}"}, body)
+        return result
+
+    async def branches(self, group: str, limit: int | None, branches: list[Branch]) -> list[dict[str, Any]]:
+        """Each branch as a `flower.branch` child workflow through a DBOS queue; results in order."""
+        name = f"flower:{self.run_id}:{group}"
+        queue = await DBOS.register_queue_async(name, global_concurrency=limit)
+        handles = []
+        for branch in branches:
+            payload = Branch(run_id=self.run_id, meta=self.meta, **branch)
+            with SetWorkflowID(f"{self.run_id}/{branch['label']}"):
+                handles.append(await queue.enqueue_async(_branch_workflow, payload))
+        results = [await handle.get_result() for handle in handles]
+        with contextlib.suppress(Exception):  # one worker thread per queue in every process: retire it
+            await DBOS.delete_queue_async(name)
+        return results
+
 
 _LIVE: dict[str, Live] = {}
+"""The runs of this process by run id: DBOS calls its workflow functions by name, and they find their run here."""
 _WORKER: dict[str, Any] = {}
-_LOADER: list[Callable[[Any, str], Any]] = []
-
-
-def register_loader(loader: Callable[[Any, str], Any]) -> None:
-    """How a loaded source object becomes a workflow (set by `flower.flow.workflow`, which imports this)."""
-    _LOADER[:] = [loader]
 
 
 def live_runs() -> list[Live]:
@@ -119,16 +148,15 @@ async def _run_workflow(meta: dict[str, Any]) -> dict[str, Any]:
     run_id = DBOS.workflow_id
     assert run_id is not None
     live = _LIVE.get(run_id) or _adopt(run_id, meta)
-    result: dict[str, Any] = await live.workflow._execute(live)
-    return result
+    return await execute(live.workflow, live)
 
 
 @DBOS.workflow(name=BRANCH_WORKFLOW)
-async def _branch_workflow(payload: dict[str, Any]) -> dict[str, Any]:
+async def _branch_workflow(payload: Branch) -> dict[str, Any]:
     live = _LIVE.get(payload["run_id"]) or _adopt(payload["run_id"], payload["meta"])
     step = live.workflow.find(payload["step"])
-    runtime = _branch_runtime(live, payload["label"], step.writes and payload.get("isolate", True))
-    updates: dict[str, Any] = await live.workflow._member(live, step, payload, runtime)
+    runtime = branch_runtime(live, payload["label"], step.writes and payload.get("isolate", True))
+    updates = await member(live.workflow, live, payload, runtime)
     current = engine.current()
     updates["_ran_by"] = {payload["label"]: current.executor_id if current else "?"}
     if runtime.workspace != live.runtime.workspace:
@@ -136,26 +164,14 @@ async def _branch_workflow(payload: dict[str, Any]) -> dict[str, Any]:
     return updates
 
 
-# --- checkpoints ----------------------------------------------------------------------------------
-
-
-async def checkpoint(name: str, fn: Callable[[], Any]) -> Any:
-    """Run `fn()` (sync or async) once as a DBOS step named `name`; a replay returns its recorded value."""
-
-    async def body() -> Any:
-        value = fn()
-        if inspect.isawaitable(value):
-            value = await value
-        return value
-
-    return await DBOS.run_step_async({"name": name}, body)
+# --- agent attempts -------------------------------------------------------------------------------
 
 
 async def _recorded(live: Live, workflow_id: str) -> dict[str, str]:
     """The sessions recorded for this workflow's attempts (read once per process and workflow)."""
     if workflow_id not in live.recorded:
         found: dict[str, str] = {}
-        with contextlib.suppress(DBOSStreamTimeoutError):
+        with contextlib.suppress(dbos_error.DBOSStreamTimeoutError):
             async for value in DBOS.read_stream_async(
                 workflow_id, SESSIONS, timeout_seconds=0.01, polling_interval_sec=0.005
             ):
@@ -183,142 +199,50 @@ def _record_now(record: dict[str, str]) -> None:
         raise errors[0]
 
 
-async def agent(
-    live: Live,
-    runtime: Runtime,
-    spec: AgentSpec,
-    *,
-    step: str,
-    label: str,
-    prompt: str,
-    resume: str | None,
-    fork: bool,
-    resume_prompt: str | None,
-) -> StepResult:
-    """One agent attempt as a DBOS step; a re-run of an attempt that was in flight resumes its session."""
+async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult:
+    """The body of an agent step: resume the attempt's recorded session if it has one, else start it."""
+    workflow_id = DBOS.workflow_id
+    assert workflow_id is not None
+    label = attempt.label
+    recorded = await _recorded(live, workflow_id)
+    text, session, branch = attempt.prompt, attempt.resume, attempt.fork
+    if recorded.get(label):
+        text, session, branch = attempt.resume_prompt or texts.RESUME_AFTER_CRASH, recorded[label], False
+        emit(live.on_event, Event("system", f"resuming {label} in its session {session}",
+                                  payload={"subtype": "workflow", "resumed": session, "label": label}))
+    elif session and not branch:
+        _record_now({"step": attempt.step, "label": label, "session_id": session})
+        recorded[label] = session
+    flight = InFlight(attempt.step, label, session, runtime)
+    live.inflight[label] = flight
 
-    async def body() -> StepResult:
-        workflow_id = DBOS.workflow_id
-        assert workflow_id is not None
-        recorded = await _recorded(live, workflow_id)
-        text, session, branch = prompt, resume, fork
-        if recorded.get(label):
-            text, session, branch = resume_prompt or texts.RESUME_AFTER_CRASH, recorded[label], False
-            emit(live.on_event, Event("system", f"resuming {label} in its session {session}",
-                                      payload={"subtype": "workflow", "resumed": session, "label": label}))
-        elif session and not branch:
-            _record_now({"step": step, "label": label, "session_id": session})
-            recorded[label] = session
-        flight = InFlight(step, label, session, runtime)
-        live.inflight[label] = flight
+    def on_event(event: Event) -> None:
+        if event.kind == "system" and event.payload.get("subtype") == "session":
+            sid = str(event.payload.get("session_id"))
+            flight.session_id = sid
+            if recorded.get(label) != sid:
+                _record_now({"step": attempt.step, "label": label, "session_id": sid})
+                recorded[label] = sid
+        emit(live.on_event, event)
 
-        def on_event(event: Event) -> None:
-            if event.kind == "system" and event.payload.get("subtype") == "session":
-                sid = str(event.payload.get("session_id"))
-                flight.session_id = sid
-                if recorded.get(label) != sid:
-                    _record_now({"step": step, "label": label, "session_id": sid})
-                    recorded[label] = sid
-            emit(live.on_event, event)
-
-        try:
-            return await runtime.run(spec, text, step_name=label, resume=session, fork=branch, on_event=on_event)
-        finally:
-            live.inflight.pop(label, None)
-
-    result: StepResult = await DBOS.run_step_async({"name": f"agent:{label}"}, body)
-    return result
-
-
-# --- parallel steps -------------------------------------------------------------------------------
-
-
-async def branches(live: Live, group: str, limit: int | None, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Run each payload as a `flower.branch` child workflow through a DBOS queue; results in order."""
-    name = f"flower:{live.run_id}:{group}"
-    queue = await DBOS.register_queue_async(name, global_concurrency=limit)
-    handles = []
-    for payload in payloads:
-        with SetWorkflowID(f"{live.run_id}/{payload['label']}"):
-            handles.append(await queue.enqueue_async(_branch_workflow, payload))
-    results = [await handle.get_result() for handle in handles]
-    with contextlib.suppress(Exception):  # one worker thread per queue in every process: retire it
-        await DBOS.delete_queue_async(name)
-    return results
-
-
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-
-def isolated_workspace(workspace: Path, run_dir: Path, run_id: str, label: str) -> Path:
-    """A workspace of its own for a parallel writing step: a git worktree at HEAD when the workspace is a
-    git repository, else a copy of it (without `.flower/`). The same path on a re-run."""
-    target = run_dir / "workspaces" / _safe(run_id) / _safe(label)
-    if target.is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    inside = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--is-inside-work-tree"],
-                            capture_output=True, text=True)
-    if inside.returncode == 0 and inside.stdout.strip() == "true":
-        done = subprocess.run(["git", "-C", str(workspace), "worktree", "add", "--detach", str(target), "HEAD"],
-                              capture_output=True, text=True)
-        if done.returncode == 0:
-            return target
-    skip = {os.path.realpath(run_dir), os.path.realpath(target.parent)}
-
-    def ignore(folder: str, names: list[str]) -> list[str]:
-        # The workbench, and the run dir when it lies inside the workspace (the copy would copy itself).
-        return [n for n in names if n == ".flower" or os.path.realpath(os.path.join(folder, n)) in skip]
-
-    shutil.copytree(workspace, target, ignore=ignore, symlinks=True)
-    return target
-
-
-def _branch_runtime(live: Live, label: str, isolate: bool) -> Runtime:
-    base = live.runtime
-    workspace = base.workspace
-    if isolate:
-        workspace = isolated_workspace(base.workspace, base.run_dir, live.run_id, label)
-    return Runtime(workspace, run_dir=base.run_dir, store=base.store, env=base.env, run_id=live.run_id,
-                   handoff=base.handoff or False, refresh=base.refresh or False, resilience=base.retry or False,
-                   portable=base.portable,
-                   placement=base.placement, spill_threshold=base.spill_threshold)
+    try:
+        return await runtime.run(attempt.spec, text, step_name=label, resume=session, fork=branch,
+                                 on_event=on_event)
+    finally:
+        live.inflight.pop(label, None)
 
 
 # --- adopting a run started elsewhere (fleet) -----------------------------------------------------
 
 
 def load_source(source: str) -> Any:
-    """The object named by `FILE.py:ATTR` (called when callable): how another process finds a workflow."""
-    path, sep, attr = source.rpartition(":")
+    """The object named by `FILE.py:ATTR`: how another process finds a workflow (loaded once per process)."""
+    path, sep, _ = source.rpartition(":")
     if not sep or not path.endswith(".py"):
         raise ConfigError(f"workflow source {source!r} must look like FILE.py:ATTR")
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"workflow source {file} not found on this machine")
-    name = f"flower_flow_{abs(hash(str(file.resolve())))}"
-    module = sys.modules.get(name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(name, file)
-        if spec is None or spec.loader is None:
-            raise ConfigError(f"cannot load {file} as Python")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        sys.path.insert(0, str(file.resolve().parent))
-        try:
-            spec.loader.exec_module(module)
-        except FlowerError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the user's file: one line naming it
-            raise ConfigError(f"cannot load {file}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
-        finally:
-            sys.path.remove(str(file.resolve().parent))
-    value: Any = module
-    for part in attr.split("."):
-        if not hasattr(value, part):
-            raise ConfigError(f"{file} has no attribute {attr!r}")
-        value = getattr(value, part)
+    if not Path(path).is_file():
+        raise ConfigError(f"workflow source {path} not found on this machine")
+    value, _ = load_target(source, reuse=True)
     return value
 
 
@@ -327,15 +251,11 @@ def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
     source = meta.get("source")
     if not source:
         raise FlowError(f"run {run_id} was started from Python without a source; only its own process can run it")
-    if not _LOADER:
-        raise FlowError(f"run {run_id}: import flower.flow.workflow before adopting runs")
-    workflow = _LOADER[0](load_source(str(source)), str(source))
+    workflow = as_definition(load_source(str(source)), str(source))
     store_url = _WORKER.get("store")
     store: Any = None
     if store_url and engine.database_url(".", store_url).startswith("postgresql"):
-        from flower.stores.postgres import PostgresSessionStore
-
-        store = PostgresSessionStore(store_url)
+        store = open_store(store_url)
     run_dir = meta.get("run_dir") if meta.get("run_dir") and Path(meta["run_dir"]).is_dir() else None
     workspace = Path(meta["workspace"])
     if not workspace.is_dir():
@@ -351,7 +271,7 @@ def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
 
 @contextlib.contextmanager
 def _run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
-    path = run_dir / "locks" / f"{_safe(run_id)}.lock"
+    path = run_dir / "locks" / f"{safe_name(run_id)}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(path, timeout=0)  # portable (no fcntl): `import flower.flow` works on Windows too
     try:
@@ -366,7 +286,7 @@ def _run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
 
 def run_lock_held(run_dir: Path, run_id: str) -> bool:
     """Another process on this machine is executing the run now."""
-    path = run_dir / "locks" / f"{_safe(run_id)}.lock"
+    path = run_dir / "locks" / f"{safe_name(run_id)}.lock"
     if not path.exists():
         return False
     lock = FileLock(path, timeout=0)
@@ -420,7 +340,7 @@ async def _continue(run_id: str) -> Any:
 
 
 async def run(
-    workflow: Any,
+    workflow: Definition,
     runtime: Runtime,
     *,
     on_event: OnEvent | None = None,
@@ -432,7 +352,7 @@ async def run(
 ) -> dict[str, Any]:
     """Start a run of `workflow`, or continue its unfinished run in this workspace (or `run_id`)."""
     engine.launch(runtime.run_dir, store=store, verbose=verbose)
-    meta = {
+    meta: dict[str, Any] = {
         "workflow": workflow.name,
         "workspace": str(runtime.workspace),
         "run_dir": str(runtime.run_dir),
@@ -456,10 +376,9 @@ async def run(
                 with SetWorkflowID(run_id):
                     handle = await DBOS.start_workflow_async(_run_workflow, meta)
             result: dict[str, Any] = await handle.get_result()
-        except DBOSException as exc:
+        except dbos_error.DBOSException as exc:
             # E.g. a run continued with a workflow whose steps changed since it was recorded: one line.
-            raise FlowError(f"run {run_id} cannot continue: {str(exc).splitlines()[0] if str(exc) else exc!r}") \
-                from None
+            raise FlowError(f"run {run_id} cannot continue: {first_line(exc)}") from None
         finally:
             _LIVE.pop(run_id, None)
     return result

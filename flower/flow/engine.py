@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from flower.errors import ConfigError, FlowerError, StoreError
+from flower.util.oneline import first_line
 
 __all__ = ["APP_NAME", "APP_VERSION", "Engine", "client", "current", "database_url", "destroy", "launch"]
 
@@ -179,8 +180,7 @@ def launch(
             DBOS.launch()
         except Exception as exc:  # noqa: BLE001 - DBOS's own errors: one line naming the database
             DBOS.destroy()
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StoreError(f"cannot start DBOS on {_redact(url)}: {first}") from None
+            raise StoreError(f"cannot start DBOS on {_redact(url)}: {first_line(exc)}") from None
         _current = Engine(url=url, executor_id=config["executor_id"], postgres=not url.startswith("sqlite"))
         return _current
 
@@ -216,5 +216,4 @@ def client(run_dir: str | os.PathLike[str], store: str | None = None) -> Any:
     try:
         return DBOSClient(system_database_url=url)
     except Exception as exc:  # noqa: BLE001 - one line naming the database
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoreError(f"cannot read runs from {_redact(url)}: {first}") from None
+        raise StoreError(f"cannot read runs from {_redact(url)}: {first_line(exc)}") from None

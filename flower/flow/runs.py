@@ -19,6 +19,7 @@ from typing import Any
 from flower.errors import FlowError
 from flower.flow import engine
 from flower.flow.durable import RUN_WORKFLOW, run_lock_held
+from flower.util.oneline import first_line
 
 __all__ = ["RunRow", "cancel_run", "list_runs", "run_meta"]
 
@@ -88,7 +89,7 @@ def list_runs(run_dir: str | os.PathLike[str], store: str | None = None) -> list
             meta = _meta(status)
             done, cost = _cost(client, status.workflow_id)
             output = status.output if isinstance(status.output, dict) else None
-            error = str(status.error).splitlines()[0] if status.error else None
+            error = first_line(str(status.error)) if status.error else None
             rows.append(RunRow(
                 run_id=status.workflow_id, workflow=str(meta.get("workflow", "?")),
                 state=_state(status, Path(run_dir).resolve(), output), done=done, total=int(meta.get("total", 0)),

@@ -1,6 +1,7 @@
-"""One step of a workflow, a group of parallel steps, and the gate's way to say "stop trying" (L-6).
+"""One step of a workflow, a group of parallel steps, and the gate's way to say "stop trying".
 
-A `Step` is plain data plus user callables; the engine (`flower.flow.workflow`) gives them meaning:
+A `Step` is plain data plus user callables, each given the step's `ctx` (a `flower.flow.context.StepContext`:
+the run's context, read-only, plus `ctx.runtime` and the run's ids); `flower.flow.execution` gives them meaning:
 - `when(ctx)` false: the step is skipped entirely (no output, no result);
 - `gate(result, ctx)` judges a successful attempt: True passes, False tries again (up to `retries`), raising
   `StepAbort` fails at once ("another round will not help");
@@ -22,13 +23,17 @@ async; `reduce` is sync.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from flower.walls.guard import HANDS_ON
 from flower.agent.spec import AgentSpec
 from flower.errors import FlowError
+from flower.walls.guard import HANDS_ON
+
+if TYPE_CHECKING:
+    from flower.flow.context import StepContext
+    from flower.runtime.steps import StepResult
 
 __all__ = ["OnFail", "Parallel", "Step", "StepAbort", "parallel"]
 
@@ -56,14 +61,14 @@ class Step:
     resume_from: str | None = None
     fork: bool = False
     retries: int = 0
-    gate: Callable[[Any, Any], Any] | None = None
+    gate: Callable[[StepResult, StepContext], Any] | None = None
     on_fail: OnFail = "stop"
-    when: Callable[[Any], Any] | None = None
-    on_reject: Callable[[Any, Any], Any] | None = None
+    when: Callable[[StepContext], Any] | None = None
+    on_reject: Callable[[StepResult, StepContext], Any] | None = None
     resume_prompt: str | Callable[..., str] | None = None
     """Used instead of `prompt` when this step continues a session it already had (after a crash)."""
-    reduce: Callable[[Any, Any], Any] | None = None
-    over: Sequence[Any] | Callable[[Any], Sequence[Any]] | None = None
+    reduce: Callable[[StepResult, StepContext], Any] | None = None
+    over: Sequence[Any] | Callable[[StepContext], Sequence[Any]] | None = None
     limit: int | None = None
     """At most this many fan-out agents at once (`over`); None: all at once."""
 
@@ -98,13 +103,13 @@ class Step:
             tools.update(agent.tools)
         return bool(WRITE_TOOLS & {tool.split("(", 1)[0].strip() for tool in tools})  # `Bash(make:*)` is Bash
 
-    def items(self, ctx: Any) -> list[Any]:
+    def items(self, ctx: StepContext) -> list[Any]:
         values = self.over(ctx) if callable(self.over) else self.over
         if values is None or isinstance(values, (str, bytes)):
             raise FlowError(f"step {self.name}: over must give a list of items, not {type(values).__name__}")
         return list(values)
 
-    def render(self, ctx: Any, *, resuming: bool = False, item: Any = _UNSET) -> str:
+    def render(self, ctx: Mapping[str, Any], *, resuming: bool = False, item: Any = _UNSET) -> str:
         """The prompt for this attempt: `resume_prompt` when resuming (if set), else `prompt`."""
         source = self.resume_prompt if resuming and self.resume_prompt is not None else self.prompt
         if callable(source):

@@ -1,101 +1,42 @@
-"""`Workflow`: agent steps with gates, retries and parallel groups, run durably on DBOS (L-6, L-7).
+"""`Workflow`: agent steps with gates, retries and parallel groups, run durably on DBOS.
 
 `await wf.run(runtime)` starts a run, or continues this workflow's unfinished run in the same workspace and
 run dir; it returns the `Context`: each step's output under its name, plus `_results` (StepResults),
 `_sessions` (session id per step name), `_failed_at` and `_aborted`.
+
+This module is the front: a workflow's definition and its checks, and `run` on the DBOS executor
+(`flower.flow.durable`). What the steps mean on any executor is `flower.flow.execution`; the in-process
+executor (`flower.flow.inprocess`) runs the same semantics without a database.
 
 Invariants:
 - Replay is deterministic: every decision that calls user code or the model (`when`, agent attempts,
   gates, `on_reject` feedback, fan-out items, each step's context updates) is a DBOS checkpoint, so a run
   continued after a crash replays recorded values up to where it stopped and never calls the model again
   for a finished attempt.
-- Step names are keys (context, sessions, checkpoints); labels with a suffix (`#retry2`, `#round2`,
-  `[3]`) name attempts only, and `resume_from` looks up step names.
-- User code that misbehaves (a `when` or gate that raises, a gate that returns a non-bool) stops the run
-  with one `FlowError` line naming the step.
+- A workflow is checked when it is built: two steps with one name, or a `resume_from` that names no
+  earlier step, is one `FlowError` line.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
 from flower.agent.events import OnEvent
-from flower.runtime.runtime import Runtime
 from flower.agent.spec import AgentSpec
-from flower.runtime.steps import StepResult
-from flower.runtime.stream import EventStream
-from flower.errors import ConfigError, FlowError, FlowerError
+from flower.errors import ConfigError, FlowError
 from flower.flow import durable
-from flower.flow.step import _UNSET, Parallel, Step, StepAbort
+from flower.flow.context import Context
+from flower.flow.step import Parallel, Step
+from flower.runtime.runtime import Runtime
+from flower.runtime.stream import EventStream
+from flower.stores.opening import is_postgres
+from flower.util.loader import call
 
 __all__ = ["Context", "Workflow", "as_workflow"]
-
-PRIVATE = ("_results", "_sessions", "_failed_at", "_aborted", "_ran_by", "_workspaces")
-
-
-class Context(dict):  # type: ignore[type-arg]
-    """What steps share: outputs by step name, and the run's bookkeeping under `_` keys."""
-
-    @property
-    def results(self) -> dict[str, Any]:
-        """StepResult per step name (a list for a fan-out step)."""
-        return self["_results"]  # type: ignore[no-any-return]
-
-    @property
-    def sessions(self) -> dict[str, str]:
-        """The last session id per step name (per `name[i]` for a fan-out)."""
-        return self["_sessions"]  # type: ignore[no-any-return]
-
-    @property
-    def failed_at(self) -> str | None:
-        return self.get("_failed_at")
-
-    @property
-    def aborted(self) -> str | None:
-        return self.get("_aborted")
-
-    @property
-    def ok(self) -> bool:
-        return self.get("_failed_at") is None
-
-
-def _fresh(initial: Mapping[str, Any] | None) -> Context:
-    ctx = Context(dict(initial or {}))
-    ctx.update({"_results": {}, "_sessions": {}, "_failed_at": None, "_aborted": None, "_ran_by": {},
-                "_workspaces": {}})
-    return ctx
-
-
-def _apply(ctx: Context, updates: Mapping[str, Any]) -> None:
-    ctx.update(updates.get("set") or {})
-    for key in ("_results", "_sessions", "_ran_by", "_workspaces"):
-        ctx[key].update(updates.get(key) or {})
-    for key in ("_failed_at", "_aborted"):
-        if updates.get(key) and not ctx.get(key):
-            ctx[key] = updates[key]
-
-
-def _line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
-
-
-async def _call(what: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """Call a user callable (sync or async); its failure becomes one FlowError line naming `what`."""
-    try:
-        value = fn(*args)
-        if inspect.isawaitable(value):
-            value = await value
-    except (FlowerError, StepAbort):
-        raise
-    except Exception as exc:  # noqa: BLE001 - the user's code: one line naming the step
-        raise FlowError(f"{what} raised {_line(exc)}") from None
-    return value
 
 
 @dataclass
@@ -178,200 +119,13 @@ class Workflow:
         on_event = kwargs.pop("on_event", None)
         return EventStream(lambda forward: self.run(runtime, on_event=forward, **kwargs), on_event)
 
-    # --- the engine's side (called from the DBOS workflows in flower.flow.durable) ----------------------
 
-    async def _execute(self, live: durable.Live) -> dict[str, Any]:
-        ctx = _fresh(self.context)
-        for item in self.steps:
-            if isinstance(item, Parallel):
-                await self._parallel(live, item, ctx)
-            elif item.over is not None:
-                await self._fan_out(live, item, ctx)
-            else:
-                updates = await self._step(live, item, ctx, live.runtime, label=item.name, settle=f"settle:{item.name}")
-                if updates is not None:
-                    _apply(ctx, updates)
-            if ctx["_failed_at"]:
-                break
-        return dict(ctx)
-
-    async def _member(self, live: durable.Live, step: Step, payload: Mapping[str, Any], runtime: Runtime) -> dict[str, Any]:
-        """One parallel member or fan-out item, inside its own `flower.branch` workflow."""
-        ctx = Context(payload["ctx"])
-        item = payload["item"] if "item" in payload else _UNSET
-        updates = await self._step(live, step, ctx, runtime, label=payload["label"], item=item, when=False,
-                                   settle=f"result:{payload['label']}")
-        return dict(updates or {})
-
-    async def _when(self, step: Step, ctx: Context) -> bool:
-        if step.when is None:
-            return True
-        when = step.when
-
-        async def judge() -> bool:
-            return bool(await _call(f"step {step.name}: when", when, ctx))
-
-        return bool(await durable.checkpoint(f"when:{step.name}", judge))
-
-    async def _step(
-        self, live: durable.Live, step: Step, ctx: Context, runtime: Runtime, *, label: str,
-        item: Any = _UNSET, when: bool = True, settle: str,
-    ) -> dict[str, Any] | None:
-        """The attempt loop of one step; the context updates it makes (None: skipped by `when`)."""
-        if when and not await self._when(step, ctx):
-            return None
-        first_resume, first_fork = None, False
-        if step.resume_from is not None:
-            first_resume = ctx["_sessions"].get(step.resume_from)
-            if not first_resume:
-                raise FlowError(f"step {step.name}: resume_from {step.resume_from} has no session "
-                                "(was it skipped or did it fail before starting?)")
-            first_fork = step.fork
-        try:
-            first_prompt = step.render(ctx, item=item)
-            again = step.render(ctx, resuming=True, item=item) if step.resume_prompt is not None else None
-        except FlowerError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the user's prompt callable
-            raise FlowError(f"step {step.name}: prompt raised {_line(exc)}") from None
-        prompt, resume, fork = first_prompt, first_resume, first_fork
-        result: StepResult | None = None
-        passed, aborted = False, None
-        for attempt in range(step.retries + 1):
-            tag = label if attempt == 0 else (
-                f"{label}#round{attempt + 1}" if step.on_reject is not None else f"{label}#retry{attempt}")
-            result = await durable.agent(live, runtime, step.spec, step=step.name, label=tag, prompt=prompt,
-                                         resume=resume, fork=fork, resume_prompt=again)
-            if result.ok:
-                verdict = await self._gate(step, tag, result, ctx)
-                if verdict.get("abort") is not None:
-                    aborted = f"{step.name}: {verdict['abort']}"
-                    break
-                if verdict.get("pass"):
-                    passed = True
-                    break
-            if attempt == step.retries:
-                break
-            prompt, resume, fork = first_prompt, first_resume, first_fork
-            if step.on_reject is not None and result.session_id:
-                feedback = await self._feedback(step, tag, result, ctx)
-                if feedback:
-                    prompt, resume, fork = feedback, result.session_id, False
-        assert result is not None
-        final = result
-
-        def updates() -> dict[str, Any]:
-            out: dict[str, Any] = {"set": {}, "_results": {label: final}, "_aborted": aborted,
-                                   "_sessions": {label: final.session_id} if final.session_id else {}}
-            if passed:
-                out["set"][label] = step.reduce(final, ctx) if step.reduce is not None else final.text
-            elif step.on_fail == "continue":
-                out["set"][label] = final.text
-            elif step.on_fail == "stop":
-                out["_failed_at"] = label
-            return out
-
-        reduce_ = step.reduce
-
-        async def settle_now() -> dict[str, Any]:
-            try:
-                return updates()
-            except FlowerError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the user's reduce
-                name = "reduce" if reduce_ is not None else "settle"
-                raise FlowError(f"step {step.name}: {name} raised {_line(exc)}") from None
-
-        return dict(await durable.checkpoint(settle, settle_now))
-
-    async def _gate(self, step: Step, tag: str, result: StepResult, ctx: Context) -> dict[str, Any]:
-        if step.gate is None:
-            return {"pass": True}
-        gate = step.gate
-
-        async def judge() -> dict[str, Any]:
-            try:
-                verdict = await _call(f"step {step.name}: gate", gate, result, ctx)
-            except StepAbort as exc:
-                return {"abort": str(exc) or "aborted by its gate"}
-            if not isinstance(verdict, bool):
-                raise FlowError(f"step {step.name}: gate returned {type(verdict).__name__} {verdict!r}, not a bool")
-            return {"pass": verdict}
-
-        return dict(await durable.checkpoint(f"gate:{tag}", judge))
-
-    async def _feedback(self, step: Step, tag: str, result: StepResult, ctx: Context) -> str:
-        on_reject = step.on_reject
-        assert on_reject is not None
-
-        async def ask() -> str:
-            text = await _call(f"step {step.name}: on_reject", on_reject, result, ctx)
-            if text is not None and not isinstance(text, str):
-                raise FlowError(f"step {step.name}: on_reject returned {type(text).__name__}, not a string")
-            return (text or "").strip()
-
-        return str(await durable.checkpoint(f"feedback:{tag}", ask))
-
-    # --- parallel groups ------------------------------------------------------------------------------
-
-    def _payload(self, live: durable.Live, step: Step, ctx: Context, label: str, **extra: Any) -> dict[str, Any]:
-        shared = {k: v for k, v in ctx.items() if k not in ("_ran_by", "_workspaces")}
-        return {"run_id": live.run_id, "meta": live.meta, "step": step.name, "label": label, "ctx": shared,
-                **extra}
-
-    async def _parallel(self, live: durable.Live, group: Parallel, ctx: Context) -> None:
-        chosen = [step for step in group.steps if await self._when(step, ctx)]
-        if not chosen:
-            return
-        payloads = [self._payload(live, step, ctx, step.name) for step in chosen]
-        outs = await durable.branches(live, group.name, group.limit, payloads)
-        for step, out in zip(chosen, outs):
-
-            async def keep(out: dict[str, Any] = out) -> dict[str, Any]:
-                return out
-
-            _apply(ctx, await durable.checkpoint(f"settle:{step.name}", keep))
-
-    async def _fan_out(self, live: durable.Live, step: Step, ctx: Context) -> None:
-        if not await self._when(step, ctx):
-            return
-
-        async def list_items() -> list[Any]:
-            try:
-                return step.items(ctx)
-            except FlowerError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the user's items callable
-                raise FlowError(f"step {step.name}: over raised {_line(exc)}") from None
-
-        items = await durable.checkpoint(f"items:{step.name}", list_items)
-        labels = [f"{step.name}[{i}]" for i in range(len(items))]
-        payloads = [self._payload(live, step, ctx, label, item=item) for label, item in zip(labels, items)]
-        outs = await durable.branches(live, step.name, step.limit, payloads) if payloads else []
-
-        async def combine() -> dict[str, Any]:
-            merged: dict[str, Any] = {"set": {step.name: [out.get("set", {}).get(label) for label, out
-                                                         in zip(labels, outs)]},
-                                      "_results": {step.name: [out["_results"][label] for label, out
-                                                               in zip(labels, outs)]},
-                                      "_sessions": {}, "_ran_by": {}, "_workspaces": {}}
-            for out in outs:
-                for key in ("_sessions", "_ran_by", "_workspaces"):
-                    merged[key].update(out.get(key) or {})
-                for key in ("_aborted", "_failed_at"):
-                    if out.get(key) and not merged.get(key):
-                        merged[key] = step.name if key == "_failed_at" else out[key]
-            return merged
-
-        _apply(ctx, await durable.checkpoint(f"settle:{step.name}", combine))
-
-
-def _postgres_url(store: Any) -> str | None:
+def _postgres_url(store: object) -> str | None:
     """The DSN of a PostgreSQL session store under the rewriting layers, if that is what the runtime uses."""
     seen = 0
     while store is not None and seen < 6:
         dsn = getattr(store, "dsn", None)
-        if isinstance(dsn, str) and dsn.startswith(("postgresql://", "postgres://")):
+        if isinstance(dsn, str) and is_postgres(dsn):
             return dsn
         store, seen = getattr(store, "base", None), seen + 1
     return None
@@ -381,15 +135,7 @@ def as_workflow(value: Any, source: str, *, prompt: str | None = None) -> Workfl
     """A `Workflow` from what a target names: a Workflow, an AgentSpec (one step on `prompt`), or a callable
     taking no arguments that returns one of them."""
     if not isinstance(value, (Workflow, AgentSpec)) and callable(value):
-        try:
-            value = value()
-        except FlowerError:
-            raise
-        except TypeError as exc:
-            raise ConfigError(f"{source} must be a Workflow, an AgentSpec or a callable taking no arguments "
-                              f"({exc})") from None
-        except Exception as exc:  # noqa: BLE001 - the user's factory
-            raise ConfigError(f"{source}() failed: {_line(exc)}") from None
+        value = call(value, source, "a Workflow, an AgentSpec")
     if isinstance(value, Workflow):
         if value.source is None:
             value.source = source
@@ -401,10 +147,3 @@ def as_workflow(value: Any, source: str, *, prompt: str | None = None) -> Workfl
                         context={"prompt": prompt})
     raise ConfigError(f"{source} is a {type(value).__name__}, not a Workflow or an AgentSpec "
                       "(or a callable returning one)")
-
-
-def _loader(value: Any, source: str) -> Workflow:
-    return as_workflow(value, source)
-
-
-durable.register_loader(_loader)

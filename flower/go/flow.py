@@ -23,11 +23,13 @@ from flower.agent.roles import coordinator, worker
 from flower.util.sections import labelled_sections
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
+from flower.flow.context import StepContext
+from flower.runtime.steps import StepResult
 from flower.flow.step import Step
 from flower.flow.workflow import Workflow
 from flower.go.bequest import Bequest, write_bequest
 from flower.human.channel import HumanChannel
-from flower.human.clarify import ClarifyStep, current_runtime
+from flower.human.clarify import ClarifyStep, step_runtime
 from flower.human.judge import GoalStep, with_goal
 
 __all__ = ["BEQUEST_ALIASES", "NAME", "GoOptions", "lead_spec", "parse_bequest", "starter_flow"]
@@ -83,7 +85,7 @@ def starter_flow(request: str, channel: HumanChannel, options: GoOptions = GoOpt
         steps.append(goal.as_step(clarify.block))
     lead = lead_spec(channel, options)
 
-    def work_prompt(ctx: Any) -> str:
+    def work_prompt(ctx: StepContext) -> str:
         goal_block = "" if options.no_goal else goal.block(ctx)
         return texts.GO_WORK.format(brief=clarify.block(ctx), goal=goal_block).strip()
 
@@ -91,8 +93,8 @@ def starter_flow(request: str, channel: HumanChannel, options: GoOptions = GoOpt
     steps.append(work if options.no_goal else with_goal(work, channel, rounds=options.rounds,
                                                          judge_can_run=options.judge_can_run))
 
-    def bequeath(result: Any, ctx: Any) -> str:
-        runtime = current_runtime()
+    def bequeath(result: StepResult, ctx: StepContext) -> str:
+        runtime = step_runtime(ctx)
         workbench = runtime.workbench
         hint = (f"{workbench.root}: read notes/brief.md and notes/goal.md first; scripts/ and artifacts/ hold "
                 "what the run made") if workbench is not None else "no workbench"

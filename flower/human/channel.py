@@ -39,6 +39,7 @@ from flower.errors import ConfigError
 from flower.human.mailbox import Letter, Mailbox, PostgresMailbox, open_mailbox, pending_questions
 from flower.human.records import Ask, AskState, Mail, stamp
 from flower.human.tools import main_thread_only, make_server
+from flower.util.oneline import one_line
 
 __all__ = ["Ask", "AskState", "HumanChannel", "Mail"]
 
@@ -387,7 +388,7 @@ class HumanChannel:
 
     def _record(self, where: str, exc: BaseException) -> None:
         with self._lock:
-            self.ui_errors.append(f"{where}: {type(exc).__name__}: {exc}".splitlines()[0])
+            self.ui_errors.append(f"{where}: {one_line(exc)}")
 
     def _make_server(self) -> McpSdkServerConfig:
         return make_server(self.name, self.ask, self.inbox, self.sync)

@@ -20,7 +20,7 @@ same session), `reduce` gives downstream steps the prompt block. DBOS checkpoint
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,40 +31,33 @@ from flower.runtime.runtime import Runtime
 from flower.agent.spec import AgentSpec
 from flower.runtime.steps import StepResult
 from flower.errors import ConfigError
+from flower.flow.context import StepContext
 from flower.flow.step import Step
 from flower.human.channel import HumanChannel
 from flower.human.documents import Brief
 from flower.human.roles import clarifier
 
-__all__ = ["BRIEF_FILE", "ClarifyOutcome", "ClarifyStep", "clarify_step", "current_runtime", "default_path"]
+__all__ = ["BRIEF_FILE", "ClarifyOutcome", "ClarifyStep", "clarify_step", "default_path", "step_events", "step_runtime"]
 
 BRIEF_FILE = "brief.md"
 
 
-def current_runtime() -> Runtime:
-    """The runtime of the workflow run this code executes in (inside a step's gate, `when` or `on_reject`)."""
-    from dbos import DBOS  # loaded only inside a workflow run, which has loaded it already
-
-    from flower.flow import durable
-
-    workflow_id = DBOS.workflow_id or ""
-    for live in durable.live_runs():
-        if workflow_id == live.run_id or workflow_id.startswith(f"{live.run_id}/"):
-            return live.runtime
-    raise ConfigError("a human workflow step runs outside a workflow run; use its run(runtime, ...) adapter")
+def step_runtime(ctx: Mapping[str, Any]) -> Runtime:
+    """The runtime of the workflow run whose `ctx` this is (a `StepContext`, inside a step's callables): the
+    run's own, whose workbench holds the brief, the goal and the judges' notes."""
+    runtime = getattr(ctx, "run_runtime", None)
+    if not isinstance(runtime, Runtime):
+        raise ConfigError("a human workflow step runs outside a workflow run; use its run(runtime, ...) adapter")
+    return runtime
 
 
-def workflow_events() -> OnEvent | None:
-    """The event callback of the workflow run this code executes in."""
-    from dbos import DBOS
-
-    from flower.flow import durable
-
-    workflow_id = DBOS.workflow_id or ""
-    return next((live.on_event for live in durable.live_runs() if workflow_id.startswith(live.run_id)), None)
+def step_events(ctx: Mapping[str, Any]) -> OnEvent | None:
+    """The event callback of the workflow run whose `ctx` this is."""
+    on_event: OnEvent | None = getattr(ctx, "on_event", None)
+    return on_event
 
 
-def default_path(runtime: Any, filename: str) -> Path:
+def default_path(runtime: Runtime, filename: str) -> Path:
     """`filename` in the runtime's workbench notes (or its run dir without a workbench)."""
     workbench = getattr(runtime, "workbench", None)
     return Path(workbench.notes if workbench is not None else runtime.run_dir) / filename
@@ -103,10 +96,10 @@ class ClarifyStep:
     retries: int = 1
     """Times an incomplete brief is sent back with its missing sections named."""
 
-    def path(self, runtime: Any) -> Path:
+    def path(self, runtime: Runtime) -> Path:
         return self.brief_path if self.brief_path is not None else default_path(runtime, BRIEF_FILE)
 
-    async def run(self, runtime: Any, request: str, *, on_event: OnEvent | None = None) -> ClarifyOutcome:
+    async def run(self, runtime: Runtime, request: str, *, on_event: OnEvent | None = None) -> ClarifyOutcome:
         path = self.path(runtime)
         existing = Brief.load(path)
         if existing is not None and existing.complete and not self.always_ask:
@@ -134,12 +127,12 @@ class ClarifyStep:
         return ClarifyOutcome(brief, path, skipped=False, results=tuple(results))
 
 
-    def block(self, ctx: Any) -> str:
+    def block(self, ctx: Mapping[str, Any]) -> str:
         """For downstream prompts in a workflow: this step's output, or the frozen brief's prompt block when the
         step was skipped (a complete brief was on disk). Use it as `lambda ctx: clarify.block(ctx)`."""
         if ctx.get(self.name):
             return str(ctx[self.name])
-        brief = Brief.load(self.brief_path if self.brief_path is not None else default_path(current_runtime(),
+        brief = Brief.load(self.brief_path if self.brief_path is not None else default_path(step_runtime(ctx),
                                                                                               BRIEF_FILE))
         return brief.prompt_block() if brief is not None else ""
 
@@ -147,31 +140,31 @@ class ClarifyStep:
         """This clarify step as a workflow step on `request` (text, or `request(ctx)`)."""
         fixed, always_ask = self.brief_path, self.always_ask
 
-        def path() -> Path:
-            return fixed if fixed is not None else default_path(current_runtime(), BRIEF_FILE)
+        def path(ctx: Mapping[str, Any]) -> Path:
+            return fixed if fixed is not None else default_path(step_runtime(ctx), BRIEF_FILE)
 
-        def prompt(ctx: Any) -> str:
+        def prompt(ctx: StepContext) -> str:
             return texts.CLARIFY_PROMPT.format(request=(request(ctx) if callable(request) else request).strip())
 
-        def when(ctx: Any) -> bool:
-            existing = Brief.load(path())
+        def when(ctx: StepContext) -> bool:
+            existing = Brief.load(path(ctx))
             return existing is None or not existing.complete
 
-        def gate(result: Any, ctx: Any) -> bool:
+        def gate(result: StepResult, ctx: StepContext) -> bool:
             brief = Brief.parse(result.text)
             if not brief.complete:
                 return False
-            existing = Brief.load(path())
+            existing = Brief.load(path(ctx))
             if existing is not None and existing.additions:
                 brief = replace(brief, additions=existing.additions + brief.additions)
-            brief.write(path())
+            brief.write(path(ctx))
             return True
 
-        def on_reject(result: Any, ctx: Any) -> str:
+        def on_reject(result: StepResult, ctx: StepContext) -> str:
             return texts.CLARIFY_MISSING.format(missing=", ".join(Brief.parse(result.text).missing()))
 
-        def reduce(result: Any, ctx: Any) -> str:
-            return (Brief.load(path()) or Brief.parse(result.text)).prompt_block()
+        def reduce(result: StepResult, ctx: StepContext) -> str:
+            return (Brief.load(path(ctx)) or Brief.parse(result.text)).prompt_block()
 
         spec = self.spec if self.spec is not None else clarifier(self.channel, name=self.name)
         return Step(self.name, spec, prompt, retries=self.retries, gate=gate, when=None if always_ask else when,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,9 +34,11 @@ from flower.agent.events import Event, OnEvent, emit
 from flower.agent.spec import AgentSpec
 from flower.runtime.steps import StepResult
 from flower.errors import ConfigError
+from flower.flow.context import StepContext
+from flower.runtime.runtime import Runtime
 from flower.flow.step import Step, StepAbort
 from flower.human.channel import HumanChannel
-from flower.human.clarify import current_runtime, default_path, workflow_events
+from flower.human.clarify import default_path, step_events, step_runtime
 from flower.human.documents import Brief, Goal, Verdict
 from flower.human.roles import goal_setter, judge
 
@@ -93,10 +95,10 @@ class GoalStep:
     always_set: bool = False
     retries: int = 1
 
-    def path(self, runtime: Any) -> Path:
+    def path(self, runtime: Runtime) -> Path:
         return self.goal_path if self.goal_path is not None else default_path(runtime, GOAL_FILE)
 
-    async def run(self, runtime: Any, brief: Brief | str, *, on_event: OnEvent | None = None) -> GoalOutcome:
+    async def run(self, runtime: Runtime, brief: Brief | str, *, on_event: OnEvent | None = None) -> GoalOutcome:
         path = self.path(runtime)
         existing = Goal.load(path)
         if existing is not None and existing.complete and not self.always_set:
@@ -120,41 +122,41 @@ class GoalStep:
         return GoalOutcome(goal, path, skipped=False, results=tuple(results))
 
 
-    def block(self, ctx: Any) -> str:
+    def block(self, ctx: Mapping[str, Any]) -> str:
         """For downstream prompts in a workflow: this step's output, or the frozen goal's prompt block when the
         step was skipped."""
         if ctx.get(self.name):
             return str(ctx[self.name])
-        goal = Goal.load(self.goal_path if self.goal_path is not None else default_path(current_runtime(), GOAL_FILE))
+        goal = Goal.load(self.goal_path if self.goal_path is not None else default_path(step_runtime(ctx), GOAL_FILE))
         return goal.prompt_block() if goal is not None else ""
 
     def as_step(self, brief: str | Callable[..., str]) -> Step:
         """This goal step as a workflow step on `brief` (text, or `brief(ctx)`, e.g. `lambda ctx: ctx["clarify"]`)."""
         fixed = self.goal_path
 
-        def path() -> Path:
-            return fixed if fixed is not None else default_path(current_runtime(), GOAL_FILE)
+        def path(ctx: StepContext) -> Path:
+            return fixed if fixed is not None else default_path(step_runtime(ctx), GOAL_FILE)
 
-        def prompt(ctx: Any) -> str:
+        def prompt(ctx: StepContext) -> str:
             text = brief(ctx) if callable(brief) else brief
             return texts.GOAL_PROMPT.format(brief=(text or "").strip() or "(no brief)")
 
-        def when(ctx: Any) -> bool:
-            existing = Goal.load(path())
+        def when(ctx: StepContext) -> bool:
+            existing = Goal.load(path(ctx))
             return existing is None or not existing.complete
 
-        def gate(result: Any, ctx: Any) -> bool:
+        def gate(result: StepResult, ctx: StepContext) -> bool:
             goal = Goal.parse(result.text)
             if not goal.complete:
                 return False
-            _announce(goal, goal.write(path()), workflow_events())
+            _announce(goal, goal.write(path(ctx)), step_events(ctx))
             return True
 
-        def on_reject(result: Any, ctx: Any) -> str:
+        def on_reject(result: StepResult, ctx: StepContext) -> str:
             return texts.GOAL_MISSING.format(missing=", ".join(Goal.parse(result.text).missing()))
 
-        def reduce(result: Any, ctx: Any) -> str:
-            return (Goal.load(path()) or Goal.parse(result.text)).prompt_block()
+        def reduce(result: StepResult, ctx: StepContext) -> str:
+            return (Goal.load(path(ctx)) or Goal.parse(result.text)).prompt_block()
 
         spec = self.spec if self.spec is not None else goal_setter(name=self.name, can_run=self.can_run)
         return Step(self.name, spec, prompt, retries=self.retries, gate=gate,
@@ -222,7 +224,7 @@ class WithGoal:
     """The judge's step name (numbered per round); "<work>:judge" by default."""
     judge_spec: AgentSpec | None = None
 
-    async def run(self, runtime: Any, *, goal: Goal | None = None, on_event: OnEvent | None = None) -> Judged:
+    async def run(self, runtime: Runtime, *, goal: Goal | None = None, on_event: OnEvent | None = None) -> Judged:
         path = self.goal_path if self.goal_path is not None else default_path(runtime, GOAL_FILE)
         goal = goal if goal is not None else Goal.load(path)
         if goal is None or not goal.complete:
@@ -257,7 +259,7 @@ class WithGoal:
         return state.done(achieved=False, stopped=texts.JUDGE_ROUNDS_SPENT.format(
             rounds=len(state.results), reason=last.reason or texts.VERDICT_NO_REASON))
 
-    async def _unreachable(self, verdict: Verdict, state: _Rounds, path: Path, runtime: Any) -> tuple[str, Judged | None]:
+    async def _unreachable(self, verdict: Verdict, state: _Rounds, path: Path, runtime: Runtime) -> tuple[str, Judged | None]:
         """Ask the human; returns the feedback for the next round, or how the work ends."""
         decision = await decide_unreachable(self.channel, verdict, state.goal, path, default_path(runtime, ""))
         if decision.outcome == "accept":
@@ -368,15 +370,15 @@ def _judged_step(step: Step, channel: HumanChannel | None, rounds: int, can_run:
         found = [(int(m.group(1)), p) for p in notes.glob(f"{slug}-round*.md") if (m := _ROUND.search(p.name))]
         return [p for _, p in sorted(found)]
 
-    async def gate(result: Any, ctx: Any) -> bool:
-        runtime = current_runtime()
+    async def gate(result: StepResult, ctx: StepContext) -> bool:
+        runtime = step_runtime(ctx)
         notes, path = default_path(runtime, ""), fixed if fixed is not None else default_path(runtime, GOAL_FILE)
         goal = Goal.load(path)
         if goal is None or not goal.complete:
             raise StepAbort(f"no complete goal to judge against at {path}")
         number = len(rounds_done(notes)) + 1
         prompt = texts.JUDGE_PROMPT.format(goal=goal.prompt_block(), round=number, reply=result.text or "(no reply)")
-        judged_run = await runtime.run(spec, prompt, step_name=f"{label}#{number}", on_event=workflow_events())
+        judged_run = await runtime.run(spec, prompt, step_name=f"{label}#{number}", on_event=step_events(ctx))
         verdict = Verdict.parse(judged_run.text)
         record = notes / f"{slug}-round{number}.md"
         feedback = verdict.feedback()
@@ -394,8 +396,8 @@ def _judged_step(step: Step, channel: HumanChannel | None, rounds: int, can_run:
         replace_text(record, f"{verdict.to_markdown()}\n{FEEDBACK_HEAD}{feedback}\n")
         return False
 
-    def on_reject(result: Any, ctx: Any) -> str:
-        done = rounds_done(default_path(current_runtime(), ""))
+    def on_reject(result: StepResult, ctx: StepContext) -> str:
+        done = rounds_done(default_path(step_runtime(ctx), ""))
         text = (read_note(done[-1]) or "") if done else ""
         return text.split(FEEDBACK_HEAD, 1)[1].strip() if FEEDBACK_HEAD in text else ""
 

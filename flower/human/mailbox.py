@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from flower.errors import ConfigError, StoreError
+from flower.util.oneline import first_line
 
 __all__ = [
     "Letter",
@@ -174,7 +175,7 @@ class PostgresMailbox:
                 "at DOUBLE PRECISION NOT NULL)"
             )
         except psycopg.Error as exc:
-            raise StoreError(f"cannot open the mailbox in PostgreSQL: {str(exc).strip().splitlines()[0]}") from None
+            raise StoreError(f"cannot open the mailbox in PostgreSQL: {first_line(exc)}") from None
 
     def __repr__(self) -> str:
         return f"PostgresMailbox(schema={self.schema!r})"
@@ -191,9 +192,9 @@ class PostgresMailbox:
                     return [tuple(row) for row in self._conn.execute(query, args).fetchall()]
                 except psycopg.OperationalError as exc:
                     if attempt == 2 or not self._conn.closed:
-                        raise StoreError(f"cannot {what} the mailbox: {str(exc).strip().splitlines()[0]}") from None
+                        raise StoreError(f"cannot {what} the mailbox: {first_line(exc)}") from None
                 except psycopg.Error as exc:
-                    raise StoreError(f"cannot {what} the mailbox: {str(exc).strip().splitlines()[0]}") from None
+                    raise StoreError(f"cannot {what} the mailbox: {first_line(exc)}") from None
         return []
 
     def post(self, run: str, kind: LetterKind, body: str, *, ref: str = "", meta: dict[str, Any] | None = None) -> int:

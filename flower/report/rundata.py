@@ -26,8 +26,9 @@ from typing import Any
 import anyio
 
 from flower import texts
-from flower.errors import ConfigError, StoreError
+from flower.errors import ConfigError
 from flower.stores.jsonl import decode_line
+from flower.stores.opening import close_store, open_store  # re-exported: the readers' one way to open a store
 
 __all__ = [
     "RunData",
@@ -42,37 +43,6 @@ __all__ = [
 ]
 
 Entry = dict[str, Any]
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def open_store(store: str | None, run_dir: Path | None, *, create: bool = False) -> Any:
-    """The session store named by `store` (DSN or SQLite path), else `<run_dir>/sessions.db`."""
-    if store and store.startswith(POSTGRES_SCHEMES):
-        from flower.stores.postgres import PostgresSessionStore  # psycopg only when asked for
-
-        return PostgresSessionStore(store)
-    from flower.stores.sqlite import SqliteSessionStore
-
-    if store:
-        path = Path(store)
-    elif run_dir is not None:
-        path = run_dir / "sessions.db"
-    else:
-        raise ConfigError("no session store: give --store or --run-dir")
-    if not create and not path.is_file():
-        raise StoreError(f"no session store at {path}")
-    if create:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return SqliteSessionStore(path)
-    return SqliteSessionStore(path, readonly=True)  # reading never writes: a read-only medium is fine
-
-
-def close_store(store: Any) -> None:
-    closer = getattr(store, "aclose", None)
-    if closer is not None:
-        anyio.run(closer)
-    elif hasattr(store, "close"):
-        store.close()
 
 
 def read_manifest(run_dir: Path | None) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import pytest
 from flower.agent.options import check_isolation
 from flower.agent.roles import coordinator, worker
 from flower.errors import ConfigError
-from flower.flow.durable import isolated_workspace
+from flower.flow.isolation import isolated_workspace
 from flower.human.channel import HumanChannel
 from flower.util.confined import append_text, replace_text
 from flower.walls.dispatch import isolation_input

@@ -87,7 +87,7 @@ def test_another_applications_file_is_refused_and_left_alone(tmp_path: Path) -> 
 def test_a_parallel_writer_gets_a_git_worktree_in_a_repository_else_a_copy(tmp_path: Path) -> None:
     import subprocess
 
-    from flower.flow.durable import isolated_workspace
+    from flower.flow.isolation import isolated_workspace
 
     repo, plain, runs = tmp_path / "repo", tmp_path / "plain", tmp_path / "runs"
     for folder in (repo, plain):
