@@ -1,8 +1,9 @@
 """flower's workflows as DBOS workflows and steps (L-7, B-13).
 
 - A run is the DBOS workflow `flower.run` whose id is the run id. Its input is plain metadata (workflow
-  name, workspace, run dir, source target, step count); the `Workflow` object itself lives in this process
-  (`_LIVE`), or is loaded from its source by a process that adopts the run (a fleet worker).
+  name, workspace, run dir, source target, step count, the runtime's config as plain data); the `Workflow`
+  object itself lives in this process (`_LIVE`), or is loaded from its source by a process that adopts the
+  run (a fleet worker), which runs it under that recorded config.
 - Each agent attempt is a DBOS step (`agent:<label>`) whose checkpoint is the `StepResult`; gates, feedback
   and each step's context updates are checkpointed too (`gate:`, `feedback:`, `settle:`), so a replay after a
   crash reaches the same place without calling the model or the user's code again.
@@ -28,7 +29,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from dbos._error import DBOSStreamTimeoutError
 
 from flower import texts
 from flower.agent.events import Event, OnEvent, emit
+from flower.runtime.config import RuntimeConfig
 from flower.runtime.runtime import Runtime
 from flower.agent.spec import AgentSpec
 from flower.runtime.steps import StepResult
@@ -276,14 +278,14 @@ def isolated_workspace(workspace: Path, run_dir: Path, run_id: str, label: str) 
 
 
 def _branch_runtime(live: Live, label: str, isolate: bool) -> Runtime:
+    """The runtime of one branch: its parent's config as it is (only the run dir made absolute), its store
+    and run id, in the parent's workspace or one of its own."""
     base = live.runtime
     workspace = base.workspace
     if isolate:
         workspace = isolated_workspace(base.workspace, base.run_dir, live.run_id, label)
-    return Runtime(workspace, run_dir=base.run_dir, store=base.store, env=base.env, run_id=live.run_id,
-                   handoff=base.handoff or False, refresh=base.refresh or False, resilience=base.retry or False,
-                   portable=base.portable,
-                   placement=base.placement, spill_threshold=base.spill_threshold)
+    config = replace(base.config, run_dir=str(base.run_dir))
+    return Runtime(workspace, config=config, store=base.store, run_id=live.run_id)
 
 
 # --- adopting a run started elsewhere (fleet) -----------------------------------------------------
@@ -340,7 +342,11 @@ def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
     workspace = Path(meta["workspace"])
     if not workspace.is_dir():
         raise FlowError(f"run {run_id}: workspace {workspace} does not exist on this machine")
-    runtime = Runtime(workspace, run_dir=run_dir or _WORKER.get("run_dir") or "runs", store=store, run_id=run_id)
+    # The starter's settings, whatever this process's environment says; the run dir is this machine's
+    # when the starter's does not exist here.
+    config = RuntimeConfig.from_dict(meta.get("config") or {})
+    config = replace(config, run_dir=str(run_dir or _WORKER.get("run_dir") or "runs"))
+    runtime = Runtime(workspace, config=config, store=store, run_id=run_id)
     live = Live(workflow, runtime, None, run_id, meta)
     _LIVE[run_id] = live
     return live
@@ -431,6 +437,7 @@ async def run(
     verbose: bool = False,
 ) -> dict[str, Any]:
     """Start a run of `workflow`, or continue its unfinished run in this workspace (or `run_id`)."""
+    settings = runtime.config.to_dict(local=False)  # a setting that cannot travel stops the start here
     engine.launch(runtime.run_dir, store=store, verbose=verbose)
     meta = {
         "workflow": workflow.name,
@@ -439,6 +446,7 @@ async def run(
         "source": source,
         "total": workflow.total,
         "context": dict(workflow.context or {}),
+        "config": settings,
     }
     if run_id is None and not new:
         run_id = await _unfinished(workflow.name, runtime.workspace, meta["context"], on_event)
