@@ -99,7 +99,7 @@ class RuntimeConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "run_dir", os.fspath(self.run_dir))
-        object.__setattr__(self, "env", dict(self.env))
+        object.__setattr__(self, "env", dict(self.env or {}))
         if self.placement not in ("user", "system"):
             raise ConfigError(f"placement must be 'user' or 'system', not {self.placement!r}")
         for name in ("spill_threshold", "window", "handoff_at"):
