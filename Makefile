@@ -24,5 +24,5 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev]'
-	$(VENV)/bin/ruff check --select F,E9,B --ignore B008,B904,B905 flower bench tests
+	$(VENV)/bin/ruff check flower bench tests
 	$(VENV)/bin/mypy flower

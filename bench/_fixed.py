@@ -22,8 +22,8 @@ from bench._repo import make_repo
 from bench._task import PROMPT
 from flower import texts
 from flower.agent.roles import coordinator, worker
-from flower.runtime.runtime import Runtime
 from flower.agent.spec import AgentSpec
+from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, text
 
 Parts = dict[str, int]

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from bench._repo import FIXES, SURVEY_READS
-from flower.agent.spec import AgentSpec
 from flower.agent.roles import coordinator, worker
+from flower.agent.spec import AgentSpec
 from flower.testing import text, tool_use
 
 __all__ = ["PROMPT", "flower_script", "flower_spec", "plain_script"]

@@ -53,8 +53,8 @@ from claude_agent_sdk import ClaudeAgentOptions
 
 from bench._table import row
 from flower import texts
-from flower.runtime.handoff import HandoffPolicy
 from flower.agent.roles import coordinator, worker
+from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.runtime import Runtime
 from flower.testing import Request, ScriptedAPI, Step, collect, text, tool_use
 

@@ -1,7 +1,7 @@
 """Throughput of the glance predicate (S-8, S-9, B-2): Bash commands judged per second.
 
 `is_ephemeral` runs inside the coordinator's PreToolUse hook (one command per Bash call) and over every
-Bash result on resume. Cases, each the median of 5 runs over the glance corpus (tests/unit/glance_corpus.py,
+Bash result on resume. Cases, each the median of 5 runs over the glance corpus (tests/support/glance_corpus.py,
 allowed and refused commands mixed):
 
 * `cold`: verdict cache cleared before each run, the hook's cost for a command it has not seen
@@ -29,7 +29,7 @@ import bashlex
 from flower.walls.glance import judge as glance
 
 BENCH = "glance"
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "unit" / "glance_corpus.py"
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "support" / "glance_corpus.py"
 
 
 def _row(case: str, value: float, unit: str, ratio: float | None, note: str) -> dict[str, Any]:

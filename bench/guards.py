@@ -35,13 +35,12 @@ import anyio
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
 from bench._table import hook_us_per_call, median, row
-from flower.agent.options import build_options
-from flower.agent.options import spec_guards
-from flower.walls.guard import delegate_guard, merge_hooks
+from flower.agent.options import build_options, spec_guards
 from flower.agent.roles import coordinator, worker
-from flower.workbench.spill import spill_callback, spill_guard
-from flower.workbench.bench import Workbench, index_guard, relay_guard, workbench_hooks
 from flower.testing import Request, ScriptedAPI, collect, text, tool_use
+from flower.walls.guard import delegate_guard, merge_hooks
+from flower.workbench.bench import Workbench, index_guard, relay_guard, workbench_hooks
+from flower.workbench.spill import spill_callback, spill_guard
 
 BENCH = "guards"
 CONFIGS = ("no hook", "trivial PreToolUse", "trivial Pre+PostToolUse", "flower guard set")

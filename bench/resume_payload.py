@@ -34,7 +34,7 @@ from flower.report.entries import block_chars  # the report counts visible chara
 from flower.stores._transcript import result_text
 from flower.stores.jsonl import read_jsonl
 from flower.stores.rewrite import TrimPolicy, rewrite
-from tests.data.transcripts import TRANSCRIPTS  # the one place that locates them
+from tests.support.transcripts import TRANSCRIPTS  # the one place that locates them
 
 BENCH = "resume_payload"
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from flower.stores.jsonl import parse_jsonl
 from flower.stores.rewrite import EphemeralPolicy, rewrite
-from tests.data.transcripts import TRANSCRIPTS  # the one place that locates them
+from tests.support.transcripts import TRANSCRIPTS  # the one place that locates them
 
 BENCH = "rewrite"
 _POINTERS = ("uuid", "parentUuid", "logicalParentUuid", "leafUuid", "sourceToolAssistantUUID")

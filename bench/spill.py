@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bench._table import drive, hook_us_per_call
-from flower.workbench.spill import spill_callback
 from flower.workbench.bench import Workbench
+from flower.workbench.spill import spill_callback
 
 BENCH = "spill"
 

@@ -33,7 +33,7 @@ from claude_agent_sdk.types import SessionKey, SessionStore
 
 from flower.stores._common import dump_entry
 from flower.stores.sqlite import SqliteSessionStore
-from tests.data.transcripts import TRANSCRIPTS  # the one place that locates them
+from tests.support.transcripts import TRANSCRIPTS  # the one place that locates them
 
 BENCH = "store"
 DSN = os.environ.get("FLOWER_BENCH_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
@@ -240,7 +240,7 @@ async def _run(tiny: bool, tmp: Path, schema: str) -> list[dict[str, Any]]:
 def _open_rows(path: Path, rows: list[dict[str, Any]], reps: int) -> list[dict[str, Any]]:
     """Opening the store file with its integrity check (`PRAGMA quick_check(1)`, issue #16 item 13), first
     in a process and again (cached); ratio against loading the biggest session of the same file."""
-    from flower.stores import sqlite as sqlite_module
+    from flower.stores import _sqlite_file as sqlite_module
 
     loads = [r for r in rows if r["case"].startswith("load ") and r["case"].endswith(": SqliteSessionStore")]
     base = loads[-1]["value"] if loads else None

@@ -5,20 +5,20 @@ imported on first use, so `import flower` loads neither the PostgreSQL driver no
 `Workflow` and `Context` (they load DBOS).
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from flower.agent.options import build_options
 from flower.agent.spec import AgentSpec
 from flower.agent.compact import CompactPolicy
-from flower.agent.events import Event
+from flower.agent.events import Event, OnEvent
 from flower.agent.options import spec_guards
 from flower.walls.guard import delegate_guard, merge_hooks, whitelist_guard
 from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.resilience import RetryPolicy, classify
 from flower.agent.roles import coordinator, worker
 from flower.runtime.config import RuntimeConfig, resolve_config
+from flower.runtime.refresh import RefreshPolicy
 from flower.runtime.runtime import Runtime, StepResult
 from flower.workbench.spill import spill_guard
 from flower.workbench.bench import Workbench, index_guard, relay_guard, workbench_hooks
@@ -39,7 +39,7 @@ from flower.stores.rewrite import (
 from flower.stores.sqlite import SqliteSessionStore
 from flower.stores.validate import validate
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from flower.walls.glance.judge import is_ephemeral
     from flower.stores.postgres import PostgresSessionStore
     from flower.flow.workflow import Context, Workflow
@@ -57,8 +57,10 @@ __all__ = [
     "Goal",
     "HandoffPolicy",
     "HumanChannel",
+    "OnEvent",
     "PostgresSessionStore",
     "PruningSessionStore",
+    "RefreshPolicy",
     "RetryPolicy",
     "RewriteReport",
     "RewritingSessionStore",
@@ -101,7 +103,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name == "PostgresSessionStore":
         from flower.stores.postgres import PostgresSessionStore
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from claude_agent_sdk import AgentDefinition, HookMatcher
+from claude_agent_sdk import AgentDefinition, HookContext, HookInput, HookJSONOutput, HookMatcher
 
 
 __all__ = ["MARK", "Rewrite", "dispatch_guard", "isolation_input", "mark_isolated"]
@@ -40,7 +40,7 @@ def isolation_input(tool_input: Mapping[str, Any], isolated: Collection[str]) ->
 def dispatch_guard(rewrites: list[Rewrite]) -> HookMatcher:
     """PreToolUse on Agent: apply `rewrites` in order and return one `updatedInput` (no decision)."""
 
-    async def _dispatch_guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def _dispatch_guard(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         tool_input = input_data.get("tool_input")
         if not isinstance(tool_input, Mapping):
             return {}

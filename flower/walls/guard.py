@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import HookMatcher
+from claude_agent_sdk import HookContext, HookInput, HookJSONOutput, HookMatcher
 
 from flower import texts
 
@@ -53,7 +53,7 @@ GLANCE_TIMEOUT_MS = 120_000
 Hooks = dict[str, list[HookMatcher]]
 
 
-def _deny(reason: str) -> dict[str, Any]:
+def _deny(reason: str) -> HookJSONOutput:
     return {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
@@ -63,7 +63,13 @@ def _deny(reason: str) -> dict[str, Any]:
     }
 
 
-def _on_main(input_data: Mapping[str, Any], leads: Collection[str]) -> bool:
+def tool_input_of(input_data: HookInput) -> dict[str, Any]:
+    """The tool call's input of a hook event (a copy), {} for an event without one."""
+    tool_input = input_data.get("tool_input")
+    return dict(tool_input) if isinstance(tool_input, Mapping) else {}
+
+
+def _on_main(input_data: HookInput, leads: Collection[str]) -> bool:
     if not input_data.get("agent_id"):
         return True
     return input_data.get("agent_type") in leads
@@ -84,7 +90,7 @@ def delegate_guard(
     reason = texts.DELEGATE_DENIAL.format(where=where)
     lead_types = frozenset(leads)
 
-    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def guard(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         if not _on_main(input_data, lead_types):
             return {}
         if input_data.get("tool_name") == "Bash" and allow_glance:
@@ -94,14 +100,14 @@ def delegate_guard(
     return HookMatcher(matcher="|".join(HANDS_ON), hooks=[guard])
 
 
-def _glance(input_data: Mapping[str, Any], reason: str) -> dict[str, Any]:
+def _glance(input_data: HookInput, reason: str) -> HookJSONOutput:
     """Let a main-thread Bash glance run (git pinned), or deny it with the reason it is not one."""
     # Imported on the first Bash call: the shell parser's tables cost ~150 ms to build.
     from flower.walls.glance.judge import describe_refusal, harden_git
     from flower.walls.glance.git import filter_pins
     from flower.walls.glance.options import Refusal
 
-    tool_input = dict(input_data.get("tool_input") or {})
+    tool_input = tool_input_of(input_data)
     command = str(tool_input.get("command", ""))
     if tool_input.get("run_in_background"):
         return _deny(reason + texts.GLANCE_REFUSAL.format(why=texts.GLANCE_WHY["background"]))
@@ -131,7 +137,7 @@ def mcp_guard(glance_tools: Collection[str] = (), *, leads: Collection[str] = ()
     """Deny every MCP tool (`mcp__*`) on the main thread (and in `leads`) except `glance_tools`."""
     allowed, lead_types = frozenset(glance_tools), frozenset(leads)
 
-    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def guard(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         tool = str(input_data.get("tool_name") or "")
         if not tool.startswith("mcp__") or tool in allowed or not _on_main(input_data, lead_types):
             return {}
@@ -147,7 +153,7 @@ def whitelist_guard(allowed: Iterable[str], *, name: str = "this agent") -> Hook
     if not banned:
         return None
 
-    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def guard(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         if input_data.get("agent_id"):
             return {}
         return _deny(texts.WHITELIST_DENIAL.format(tool=input_data.get("tool_name"), name=name))
@@ -165,7 +171,7 @@ def approve_subagents(*, leads: Collection[str] = ()) -> HookMatcher:
     """
     lead_types = frozenset(leads)
 
-    async def approve(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def approve(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         if _on_main(input_data, lead_types):
             return {}
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
@@ -183,15 +189,22 @@ def merge_hooks(*groups: Mapping[Any, Iterable[HookMatcher]] | None) -> Hooks:
     return {event: matchers for event, matchers in merged.items() if matchers}
 
 
+def _names_fork(kind: object) -> bool:
+    """Whether the CLI would take `kind` for its fork agent type: it trims and ignores case."""
+    return isinstance(kind, str) and kind.strip().lower() == "fork"
+
+
 def fork_guard(agents: Collection[str] = (), *, leads: Collection[str] = ()) -> HookMatcher:
     """Deny `subagent_type: "fork"` on the main thread (and in `leads`): a fork is the coordinator itself as a
     subagent, with every tool of the session and none of a worker's rules or whitelist, so it would do the
-    hands-on work the wall keeps off the main thread. A spec that names an agent "fork" dispatches that one."""
+    hands-on work the wall keeps off the main thread. The CLI finds the fork whatever the case and the blanks
+    around the name ("Fork", " fork "), so every such spelling is denied; a spec that names an agent "fork"
+    dispatches that one, under exactly the name it gave."""
     named, lead_types = frozenset(agents), frozenset(leads)
 
-    async def guard(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
-        kind = (input_data.get("tool_input") or {}).get("subagent_type")
-        if kind != "fork" or kind in named or not _on_main(input_data, lead_types):
+    async def guard(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
+        kind = tool_input_of(input_data).get("subagent_type")
+        if not _names_fork(kind) or kind in named or not _on_main(input_data, lead_types):
             return {}
         return _deny(texts.FORK_DENIAL)
 

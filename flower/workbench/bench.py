@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from claude_agent_sdk import HookMatcher
-from claude_agent_sdk.types import HookContext, HookEvent, HookJSONOutput
+from claude_agent_sdk import HookContext, HookInput, HookJSONOutput, HookMatcher
+from claude_agent_sdk.types import HookEvent
 
 from flower import texts
 from flower.util.confined import Confined, resolve_inside
@@ -329,7 +329,7 @@ def index_guard(workbench: Workbench) -> Any:
     """PostToolUse callback for Write|Edit: refresh INDEX.md when the written path resolves inside the
     workbench (S-11). Never changes the tool result; always returns {}."""
 
-    async def _index_guard(input_data: Any, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
+    async def _index_guard(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         tool_input = input_data.get("tool_input") or {}
         path = tool_input.get("file_path") if isinstance(tool_input, Mapping) else None
         if isinstance(path, str) and workbench.contains(path, input_data.get("cwd")):
@@ -365,7 +365,7 @@ def relay_guard(workbench: Workbench) -> Any:
     auto-approve it and bypass the caller's own rules).
     """
 
-    async def _relay_guard(input_data: Any, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
+    async def _relay_guard(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         tool_input = input_data.get("tool_input")
         updated = relay_input(workbench, tool_input) if isinstance(tool_input, Mapping) else None
         if updated is None:

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import HookMatcher
-from claude_agent_sdk.types import HookContext, HookEvent, HookJSONOutput
+from claude_agent_sdk import HookContext, HookInput, HookJSONOutput, HookMatcher
+from claude_agent_sdk.types import HookEvent
 
 from flower import texts
 from flower.util.confined import Confined, TempFile
@@ -261,7 +261,7 @@ def spill_callback(workbench: Workbench, threshold: int = 4000, main_only: bool 
     if threshold < 1:
         raise ConfigError(f"spill threshold must be positive, got {threshold}")
 
-    async def _spill_guard(input_data: Any, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
+    async def _spill_guard(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         agent_id = input_data.get("agent_id")
         if main_only and agent_id:
             return {}
@@ -273,7 +273,7 @@ def spill_callback(workbench: Workbench, threshold: int = 4000, main_only: bool 
                 tool_input if isinstance(tool_input, Mapping) else {},
                 input_data.get("tool_response"),
                 threshold=threshold,
-                agent=agent_id or "main",
+                agent=str(agent_id or "main"),
                 cwd=input_data.get("cwd"),
                 tool_use_id=tool_use_id,
             )

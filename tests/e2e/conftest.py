@@ -15,6 +15,7 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 
 from flower.testing import ScriptedAPI
+from tests.support.browser import find_chromium
 
 pytestmark = pytest.mark.e2e
 
@@ -84,3 +85,9 @@ def https_page(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def chromium() -> str:
+    """Headless Chromium for the HTML report tests (a skip without it, a failure in CI)."""
+    return find_chromium()

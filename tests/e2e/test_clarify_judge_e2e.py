@@ -15,12 +15,12 @@ import pytest
 
 from flower import texts
 from flower.agent.events import Event
-from flower.runtime.runtime import Runtime
 from flower.agent.spec import AgentSpec
 from flower.human.channel import HumanChannel
 from flower.human.clarify import clarify_step
 from flower.human.documents import Brief, Goal
 from flower.human.judge import Work, goal_step, with_goal
+from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

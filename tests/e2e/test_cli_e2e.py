@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from flower.cli import cli
 from flower import texts
+from flower.cli import cli
 from flower.testing import ScriptedAPI, Usage, text, tool_use
 
 pytestmark = pytest.mark.e2e

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from flower.cli import cli
 from flower import texts
 from flower.agent.roles import coordinator, worker
+from flower.cli import cli
 from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, text, tool_use
 

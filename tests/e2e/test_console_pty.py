@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.ptykit import CTRL_C, CTRL_D, Term
+from tests.support.ptykit import CTRL_C, CTRL_D, Term
 
 pytestmark = pytest.mark.e2e
-DRIVER = Path(__file__).parents[1] / "data" / "console_driver.py"
+DRIVER = Path(__file__).parents[1] / "support" / "console_driver.py"
 ROOT = Path(__file__).parents[2]
 
 

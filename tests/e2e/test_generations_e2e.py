@@ -11,10 +11,10 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 
 from flower.agent.events import Event
+from flower.agent.spec import AgentSpec
 from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.resilience import RetryPolicy
 from flower.runtime.runtime import Runtime
-from flower.agent.spec import AgentSpec
 from flower.testing import Reply, ScriptedAPI, Text, Usage, api_error, prompt_too_long, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

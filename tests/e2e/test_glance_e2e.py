@@ -17,9 +17,9 @@ from claude_agent_sdk import InMemorySessionStore, create_sdk_mcp_server, tool
 
 from flower import texts
 from flower.agent.options import build_options
-from flower.walls.glance.judge import is_ephemeral
 from flower.agent.roles import coordinator, worker
 from flower.testing import ScriptedAPI, collect, text, tool_use
+from flower.walls.glance.judge import is_ephemeral
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -150,6 +150,58 @@ async def test_a_hostile_repositorys_programs_do_not_run_from_git_glances(
               if isinstance(block, dict) and block.get("type") == "tool_use"]
     assert stored == GIT_GLANCES and all(is_ephemeral(command) for command in stored)
     for command in GIT_GLANCES:
+        subprocess.run(command, shell=True, cwd=workspace, capture_output=True, check=False)
+    assert sorted(p.name for p in markers.iterdir()) == sorted(p.name for p in planted.values())
+
+
+def _repo_with_named_programs(root: Path, markers: Path) -> dict[str, Path]:
+    """A repository whose filter is spelled "Evil" (git's subsection names keep their case) and whose merge
+    driver runs from a remerge diff, which `log.diffMerges=remerge` makes the meaning of `-m`."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "a@b.c")
+    git("config", "user.name", "a")
+    (root / "f.txt").write_text("base\n")
+    git("add", ".")
+    git("commit", "-qm", "base")
+    git("checkout", "-qb", "side")
+    (root / "f.txt").write_text("side\n")
+    git("commit", "-qam", "side")
+    git("checkout", "-q", "main")
+    (root / "f.txt").write_text("main\n")
+    git("commit", "-qam", "main")
+    subprocess.run(["git", "merge", "-q", "side"], cwd=root, capture_output=True, check=False)  # a conflict
+    (root / "f.txt").write_text("resolved\n")
+    git("commit", "-qam", "merge")
+    planted = {name: markers / f"ran-{name}" for name in ("filter", "merge")}
+    (root / ".gitattributes").write_text("* filter=Evil merge=Evil\n")
+    git("config", "filter.Evil.clean", f"touch {planted['filter']}; cat")
+    git("config", "merge.Evil.driver", f"touch {planted['merge']}; false")
+    git("config", "log.diffMerges", "remerge")
+    (root / "f.txt").write_text("changed\n")
+    os.utime(root / "f.txt", (1_000_000_000, 1_000_000_000))
+    return planted
+
+
+NAMED_GLANCES = ["git diff --stat", "git log -m -p -1", "git show -m HEAD", "git log -p --diff-merges=remerge -1"]
+
+
+async def test_programs_a_repository_names_in_any_case_or_through_a_remerge_do_not_run(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """A filter pinned by its lowered name left `[filter "Evil"]` running on `git diff`, and a remerge diff (asked
+    for, or made the meaning of `-m` by `log.diffMerges`) ran the repository's merge driver. The pins keep names
+    as written, pin `-m` to git's default and every merge driver to `true`; `--diff-merges=remerge` is refused."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    planted = _repo_with_named_programs(workspace, markers)
+    results = await _run_main(scripted_api, tmp_path, workspace, [{"command": c} for c in NAMED_GLANCES])
+    assert sorted(p.name for p in markers.iterdir()) == []
+    assert "f.txt" in results[0] and "resolved" in results[1]  # the glances ran and showed the repository
+    assert "--diff-merges=remerge" in results[3] and "not an allowed flag" in results[3]
+    for command in NAMED_GLANCES:  # the control: unhardened, the same commands run both programs
         subprocess.run(command, shell=True, cwd=workspace, capture_output=True, check=False)
     assert sorted(p.name for p in markers.iterdir()) == sorted(p.name for p in planted.values())
 

@@ -13,7 +13,7 @@ import pytest
 
 from flower.go.bequest import BEGIN
 from flower.testing import ScriptedAPI, text, tool_use
-from tests.e2e.ptykit import Term
+from tests.support.ptykit import Term
 
 pytestmark = pytest.mark.e2e
 
@@ -154,7 +154,7 @@ def test_ctrl_c_once_interrupts_with_a_remark_and_twice_stops_with_the_resume_co
 ) -> None:
     import time
 
-    from tests.e2e.ptykit import CTRL_C
+    from tests.support.ptykit import CTRL_C
 
     started = workspace / "worker-started"
     slow = {"command": f"touch {started} && python3 -c 'import time; time.sleep(120)'"}

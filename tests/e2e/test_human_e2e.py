@@ -22,8 +22,8 @@ from claude_agent_sdk import AgentDefinition
 from flower import texts
 from flower.agent.events import Event
 from flower.agent.roles import coordinator, worker
-from flower.runtime.runtime import Runtime
 from flower.human.channel import HumanChannel
+from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -13,12 +13,12 @@ import pytest
 
 from flower import texts
 from flower.agent.events import Event
-from flower.runtime.runtime import Runtime
 from flower.agent.spec import AgentSpec
 from flower.flow import engine
 from flower.flow.step import Step
 from flower.flow.workflow import Workflow
 from flower.human import Brief, Goal, HumanChannel, clarify_step, goal_step, with_goal
+from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

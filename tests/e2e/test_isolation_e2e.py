@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from flower.agent.roles import coordinator, worker
-from flower.runtime.runtime import Runtime
 from flower.errors import ConfigError
+from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

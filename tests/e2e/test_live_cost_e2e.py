@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from flower.cli.live import LiveView
 from flower.agent.events import Event
-from flower.agent.usage import message_cost
 from flower.agent.roles import coordinator, worker
+from flower.agent.usage import message_cost
+from flower.cli.live import LiveView
 from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, Usage, text, tool_use
 

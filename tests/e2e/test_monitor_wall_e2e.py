@@ -41,13 +41,15 @@ async def test_a_coordinator_cannot_start_a_monitor_even_with_a_glance_command(t
     assert "does not do hands-on work" in json.dumps(result) and "glance" not in json.dumps(result)
 
 
-async def test_a_coordinator_cannot_do_hands_on_work_through_a_fork_of_itself(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spelling", ["fork", "FORK", " Fork "])
+async def test_a_coordinator_cannot_do_hands_on_work_through_a_fork_of_itself(tmp_path: Path, spelling: str) -> None:
     """`subagent_type: "fork"` would run the coordinator as a subagent with every session tool and no worker
-    rules (seen on the bundled CLI: its `touch` ran). The fork guard denies it; the workers stay the hands."""
+    rules (seen on the bundled CLI: its `touch` ran), and the CLI takes "FORK" or " Fork " for it too. The fork
+    guard denies every spelling; the workers stay the hands."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     lead = coordinator("lead", "Goal: read.", {"reader": worker("reads", "You read.", tools=["Read"])})
-    fork = tool_use("Agent", {"description": "f", "prompt": "make the file", "subagent_type": "fork",
+    fork = tool_use("Agent", {"description": "f", "prompt": "make the file", "subagent_type": spelling,
                               "run_in_background": False})
     with ScriptedAPI([fork, text("done")], check_tools=False) as api:
         options = build_options(lead, cwd=workspace)

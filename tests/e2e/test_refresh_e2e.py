@@ -10,9 +10,9 @@ import pytest
 
 from flower import texts
 from flower.agent.events import Event
+from flower.agent.spec import AgentSpec
 from flower.runtime.refresh import RefreshPolicy
 from flower.runtime.runtime import Runtime
-from flower.agent.spec import AgentSpec
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -9,55 +9,17 @@ control page with a broken SVG path and a `console.error` proves the check sees 
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from flower.report.analysis import analyze
 from flower.report.html import render_html
-from tests.unit.test_report import main_session, reply, sub_session, usage, user
+from tests.support.browser import load
+from tests.support.sessions import main_session, reply, sub_session, usage, user
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
-
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@pytest.fixture
-def chromium() -> str:
-    path = shutil.which("chromium")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("headless Chromium is required in CI (.ci/run installs Debian's chromium)")
-        pytest.skip("headless Chromium is not installed (apt-get install chromium); CI runs this test")
-    return path
-
-
-def load(chromium: str, page: Path, profile: Path) -> tuple[str, list[str]]:
-    """The DOM after load, and the console lines the page produced."""
-    logging = ["--enable-logging=stderr", "--v=0"]
-    done = subprocess.run(
-        [chromium, *FLAGS, f"--user-data-dir={profile}", *logging, "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout, [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
-
 
 def test_the_console_check_can_fail(chromium: str, tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
@@ -106,14 +68,14 @@ def test_report_page_renders_its_charts_without_console_errors(chromium: str, tm
 
 
 def test_real_transcript_report_renders(chromium: str, tmp_path: Path) -> None:
-    from tests.unit.test_report import REAL, REAL_ID, _jsonl
+    from tests.support.sessions import REAL, REAL_ID, jsonl_entries
 
     if not (REAL / f"{REAL_ID}.jsonl").is_file():
         pytest.skip("shared transcripts not present")
-    subs = {p.stem: _jsonl(p) for p in sorted((REAL / REAL_ID / "subagents").glob("*.jsonl"))}
+    subs = {p.stem: jsonl_entries(p) for p in sorted((REAL / REAL_ID / "subagents").glob("*.jsonl"))}
     page = tmp_path / "real.html"
     page.write_text(
-        render_html(analyze({REAL_ID: _jsonl(REAL / f"{REAL_ID}.jsonl")}, subs)), encoding="utf-8"
+        render_html(analyze({REAL_ID: jsonl_entries(REAL / f"{REAL_ID}.jsonl")}, subs)), encoding="utf-8"
     )
     dom, console = load(chromium, page, tmp_path / "profile")
     assert console == [] and 'data-charts-drawn="3"' in dom

@@ -14,12 +14,12 @@ from click.testing import CliRunner
 
 from flower.cli import cli
 from flower.cli.demo import run_demo
-from tests.e2e.test_report_html import FLAGS, chromium, load  # noqa: F401
+from tests.support.browser import FLAGS, load
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
 
-def test_timeline_of_a_real_run(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+def test_timeline_of_a_real_run(chromium: str, tmp_path: Path) -> None:
     run = anyio.run(run_demo, tmp_path / "demo")
     page = tmp_path / "report.html"
     done = CliRunner().invoke(cli, ["report", str(run.runtime.run_dir), "--html", str(page)], catch_exceptions=False)

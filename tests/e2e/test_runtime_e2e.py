@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from flower.agent.spec import AgentSpec
 from flower.agent.compact import CompactPolicy
 from flower.agent.events import Event
+from flower.agent.spec import AgentSpec
 from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.resilience import RetryPolicy
 from flower.runtime.runtime import Runtime

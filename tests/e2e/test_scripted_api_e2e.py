@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, HookMatcher, InMemorySessionStore, ResultMessage
+from claude_agent_sdk import (
+    AgentDefinition,
+    ClaudeAgentOptions,
+    HookMatcher,
+    InMemorySessionStore,
+    ResultMessage,
+)
 
 from flower.testing import Drop, ScriptedAPI, api_error, collect, text, tool_use
 

@@ -20,10 +20,10 @@ import pytest
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
 from flower import texts
-from flower.walls.guard import merge_hooks
-from flower.workbench.spill import HEAD_CHARS, spill_guard
-from flower.workbench.bench import Workbench
 from flower.testing import ScriptedAPI, collect, text, tool_use
+from flower.walls.guard import merge_hooks
+from flower.workbench.bench import Workbench
+from flower.workbench.spill import HEAD_CHARS, spill_guard
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from flower.agent.spec import AgentSpec
 from flower.runtime.resilience import RetryPolicy
 from flower.runtime.runtime import Runtime
-from flower.agent.spec import AgentSpec
 from flower.testing import ScriptedAPI, text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from flower.agent.events import Event
-from flower.runtime.runtime import Runtime
 from flower.agent.spec import AgentSpec
+from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

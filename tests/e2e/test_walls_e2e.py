@@ -12,8 +12,8 @@ import pytest
 from claude_agent_sdk import InMemorySessionStore
 
 from flower.agent.options import build_options
-from flower.agent.spec import AgentSpec
 from flower.agent.roles import coordinator, worker
+from flower.agent.spec import AgentSpec
 from flower.testing import ScriptedAPI, collect, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from flower.agent.spec import AgentSpec
 from flower.agent.roles import coordinator, worker
+from flower.agent.spec import AgentSpec
 from flower.runtime.runtime import Runtime
-from flower.workbench.bench import Workbench
 from flower.testing import Request, ScriptedAPI, collect, text, tool_use
+from flower.workbench.bench import Workbench
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -15,9 +15,9 @@ import pytest
 from claude_agent_sdk import AgentDefinition
 
 from flower.agent.events import Event
+from flower.agent.spec import AgentSpec
 from flower.runtime.resilience import RetryPolicy
 from flower.runtime.runtime import Runtime
-from flower.agent.spec import AgentSpec
 from flower.testing import ScriptedAPI, api_error, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from flower.util.confined import append_text, replace_text
 from flower.agent.options import check_isolation
-from flower.walls.dispatch import isolation_input
 from flower.agent.roles import coordinator, worker
 from flower.errors import ConfigError
 from flower.flow.durable import isolated_workspace
 from flower.human.channel import HumanChannel
+from flower.util.confined import append_text, replace_text
+from flower.walls.dispatch import isolation_input
 
 
 def test_the_channel_never_appends_through_a_planted_symlink(tmp_path: Path) -> None:
@@ -82,8 +82,8 @@ def test_questions_of_a_dead_process_are_closed_when_the_run_is_attached_again(t
 
 
 def test_notes_flower_reads_back_are_never_devices_fifos_or_symlinks(tmp_path: Path) -> None:
-    from flower.util.confined import read_note
     from flower.human.documents import Brief
+    from flower.util.confined import read_note
 
     os.symlink("/dev/zero", tmp_path / "brief.md")  # a hostile repository's committed brief
     os.mkfifo(tmp_path / "goal.md")

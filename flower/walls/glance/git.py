@@ -29,20 +29,47 @@ from dataclasses import replace
 from flower.walls.glance.options import Args, Refusal, Rule, literal
 from flower.walls.glance.paths import special_file
 
-__all__ = ["GIT", "GIT_PINS", "GIT_RULE", "check_git_words", "filter_pins", "repo_pins"]
+__all__ = [
+    "GIT", "GIT_PINS", "GIT_RULE", "PROGRAM_KEYS", "check_git_words", "filter_pins", "repo_pins", "split_key",
+]
 
 GIT_PINS = (
     "--no-pager --no-optional-locks -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.pager=cat"
     " -c diff.external= -c log.showSignature=false -c gpg.program= -c gpg.ssh.program= -c gpg.x509.program="
     " -c diff.ignoreSubmodules=all -c status.submoduleSummary=false -c protocol.allow=never"
     " -c blame.ignoreRevsFile= -c core.attributesFile=/dev/null -c diff.orderFile=/dev/null"
-    " -c mailmap.file=/dev/null -c mailmap.blob="
+    " -c mailmap.file=/dev/null -c mailmap.blob= -c log.diffMerges=separate"
     + "".join(f" -c protocol.{name}.allow=never" for name in ("ext", "file", "ssh", "git", "http", "https", "ftp", "ftps"))
 )
 """Global settings pinned on every glance git command: no fsmonitor hook, pager, external diff, hook
 (an index refresh may fire post-index-change) or signature program runs, the index is not rewritten,
 submodules (with configs of their own) are not entered, no transport is allowed (a partial clone would
-fetch missing objects, naming them to the remote), and no configured side file is read."""
+fetch missing objects, naming them to the remote), no configured side file is read, and `-m` shows merges as
+git's default does (`log.diffMerges=remerge` would re-run the merge, and with it a repository's merge driver)."""
+
+_PINNED = "pinned off on every glance (GIT_PINS)"
+_PER_REPO = "pinned off for each name the repository defines, as written (repo_pins)"
+_HARDENED = "off in every subcommand that diffs (--no-ext-diff --no-textconv)"
+_TRANSPORT = "runs only for a transport, and every protocol is pinned to never"
+_NOT_RUN = "runs only from a subcommand no glance may run"
+PROGRAM_KEYS: dict[str, str] = {
+    "core.fsmonitor": _PINNED, "core.pager": _PINNED, "pager.<cmd>": "no pager runs (--no-pager)",
+    "core.hookspath": _PINNED, "diff.external": _PINNED, "gpg.program": _PINNED, "gpg.<format>.program": _PINNED,
+    "filter.<driver>.clean": _PER_REPO, "filter.<driver>.smudge": _PER_REPO, "filter.<driver>.process": _PER_REPO,
+    "merge.<driver>.driver": _PER_REPO,
+    "diff.<driver>.command": _HARDENED, "diff.<driver>.textconv": _HARDENED,
+    "core.sshcommand": _TRANSPORT, "core.gitproxy": _TRANSPORT, "credential.helper": _TRANSPORT,
+    "core.askpass": _TRANSPORT, "uploadpack.packobjectshook": _TRANSPORT, "core.alternaterefscommand": _TRANSPORT,
+    "gpg.ssh.defaultkeycommand": "runs only to sign; signature checks are refused (%G) and log.showSignature pinned",
+    "core.editor": _NOT_RUN, "sequence.editor": _NOT_RUN, "browser.<tool>.cmd": _NOT_RUN, "help.browser": _NOT_RUN,
+    "web.browser": _NOT_RUN, "instaweb.browser": _NOT_RUN, "man.<tool>.cmd": _NOT_RUN, "difftool.<tool>.cmd": _NOT_RUN,
+    "mergetool.<tool>.cmd": _NOT_RUN, "guitool.<name>.cmd": _NOT_RUN, "diff.tool": _NOT_RUN, "diff.guitool": _NOT_RUN,
+    "merge.tool": _NOT_RUN, "merge.guitool": _NOT_RUN, "sendemail.cccmd": _NOT_RUN, "sendemail.tocmd": _NOT_RUN,
+    "alias.*": "a glance runs only the subcommands above, and git never lets an alias shadow one",
+}
+"""Every key of git's documented configuration (`git help --config`) that names a program git may run, with why
+no glance runs it. A test reads the installed git's list, so a git that documents a new one fails it until the key
+is placed here."""
 
 _NO_PROGRAMS = "--no-ext-diff --no-textconv --ignore-submodules=all"
 """Every subcommand that may diff gets these: no external diff or textconv program runs, and no
@@ -55,7 +82,7 @@ _FILE_KEYS = re.compile(
 """Configuration keys that name a file git reads: the repository may point them at a device, a FIFO
 or a huge file (`blame.ignoreRevsFile` is read before any pin could clear the list)."""
 
-_SCAN = r"^(filter|protocol|remote|extensions|core|diff|mailmap|blame|include|includeif|commit|gpg)\."
+_SCAN = r"^(filter|merge|protocol|remote|extensions|core|diff|mailmap|blame|include|includeif|commit|gpg)\."
 
 
 def repo_pins(directory: str | os.PathLike[str]) -> str:
@@ -77,16 +104,20 @@ def repo_pins(directory: str | os.PathLike[str]) -> str:
     entries = [item.partition("\n") for item in done.stdout.decode("utf-8", "replace").split("\0") if item]
     pins: list[str] = []
     filters: set[str] = set()
-    for key, _, value in entries:
-        key = key.lower()
-        if key == "extensions.partialclone" or key.startswith("remote.") and key.endswith(".promisor") and (
+    drivers: set[str] = set()
+    for written, _, value in entries:
+        section, name, variable = split_key(written)
+        key = written.lower()
+        if key == "extensions.partialclone" or section == "remote" and variable == "promisor" and (
             value.lower() in ("true", "yes", "on", "1", "")
         ):
             raise Refusal("repository", "git in a partial clone (reading a missing object fetches it)")
-        if key.startswith("filter.") and key.count(".") >= 2:
-            filters.add(key[len("filter.") : key.rindex(".")])
-        elif key.startswith("protocol.") and key.endswith(".allow"):
-            pins.append("-c " + shlex.quote(f"{key}=never"))
+        if section == "filter" and name is not None:
+            filters.add(name)
+        elif section == "merge" and name is not None and variable == "driver":
+            drivers.add(name)
+        elif section == "protocol" and variable == "allow":
+            pins.append("-c " + shlex.quote(f"{written}=never"))
         elif _FILE_KEYS.fullmatch(key) and value:
             path = os.path.join(directory, os.path.expanduser(value))
             if special_file(path, directory) or _size(path) > 2 << 30:
@@ -95,7 +126,18 @@ def repo_pins(directory: str | os.PathLike[str]) -> str:
         # A subsection may hold any character but newline: quote each setting for the shell.
         pins += ["-c " + shlex.quote(f"filter.{name}.{key}=") for key in ("clean", "smudge", "process")]
         pins.append("-c " + shlex.quote(f"filter.{name}.required=false"))
+    for name in sorted(drivers):  # a remerge diff would run it; `true` keeps the file as it is
+        pins.append("-c " + shlex.quote(f"merge.{name}.driver=true"))
     return " ".join(pins)
+
+
+def split_key(key: str) -> tuple[str, str | None, str]:
+    """A configuration key as git reads it: (section, subsection, variable). Section and variable are
+    case-insensitive (lowered here); a subsection is case-sensitive, so it is kept exactly as written: a pin for
+    `filter.evil` leaves `[filter "Evil"]` running."""
+    section, _, rest = key.partition(".")
+    subsection, dot, variable = rest.rpartition(".")
+    return section.lower(), (subsection if dot else None), variable.lower()
 
 
 def _size(path: str) -> int:
@@ -160,7 +202,18 @@ def _check_git_config(args: Args) -> None:
 _REV_FLAGS = ("--all", "--branches", "--tags", "--remotes", "--glob", "--reflog")
 
 
+_DIFF_MERGES = frozenset("off none on first-parent 1 separate m combined c dense-combined cc".split())
+"""The `--diff-merges` formats that only read: `remerge` (`r`) re-runs each merge, and a merge driver with it."""
+
+
+def _check_revs(args: Args) -> None:
+    for value in args.values("--diff-merges"):
+        if value not in _DIFF_MERGES:
+            raise Refusal("flag", f"git --diff-merges={value}")
+
+
 def _check_git_shortlog(args: Args) -> None:
+    _check_revs(args)
     revisions = args.operands if args.before_dashdash < 0 else args.operands[: args.before_dashdash]
     if not revisions and not args.has(*_REV_FLAGS):  # `git shortlog -- x` has paths, no revision
         raise Refusal("revision", "git shortlog")
@@ -195,7 +248,7 @@ _GIT_REVS = (
     " --no-diff-merges -t"
 )
 _GIT_LOG = _GIT_DIFF + _GIT_REVS + " -n="
-_GIT_REVIEW = Rule(_GIT_LOG, numeric=True, order="permute", extra={"harden": _NO_PROGRAMS})
+_GIT_REVIEW = Rule(_GIT_LOG, numeric=True, order="permute", check=_check_revs, extra={"harden": _NO_PROGRAMS})
 
 GIT: dict[str, Rule] = {
     "status": Rule(
@@ -209,7 +262,8 @@ GIT: dict[str, Rule] = {
                  extra={"harden": _NO_PROGRAMS}),
     "log": _GIT_REVIEW,
     "show": _GIT_REVIEW,
-    "rev-list": Rule(_GIT_LOG + " --count --objects --no-object-names --timestamp", numeric=True, order="permute"),
+    "rev-list": Rule(_GIT_LOG + " --count --objects --no-object-names --timestamp", numeric=True, order="permute",
+                     check=_check_revs),
     "shortlog": Rule(
         # shortlog's own --committer is a switch (group by committer), not log's --committer=PATTERN.
         _GIT_REVS.replace(" --committer=", "")

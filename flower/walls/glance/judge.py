@@ -36,7 +36,7 @@ mixed quotes (`"a"'b'` keeps the single quotes) and it misreads `$'...'`. So wor
 from the source text by `_scan`, which refuses what bashlex may have misread, and `_check_gaps`
 refuses any source text that no node accounts for.
 
-Decisions (each one is pinned by the corpus in tests/unit/glance_corpus.py).
+Decisions (each one is pinned by the corpus in tests/support/glance_corpus.py).
 - `$NAME`, globs and brace expansion are allowed only in arguments of *argument-blind* commands
   (`Rule(flags=None)`: cat, ls, grep, echo, ...), which have no flag or operand that writes, runs or
   never ends, so any value is harmless. Elsewhere the program's real argv cannot be known (`uniq *`
@@ -54,7 +54,7 @@ Decisions (each one is pinned by the corpus in tests/unit/glance_corpus.py).
 - Never-ending forms are refused: `tail -f/-F/--follow` and the obsolete `tail -5f`/`tail +5f`,
   `free -s`, `lsof -r`, `ss -E`, `netstat -c`, `kubectl get -w`, `ping` without `-c`/`-w`; `top`,
   `watch`, `yes` are simply absent. `git shortlog` needs a revision (without one it reads stdin).
-  sed/awk/jq programs may not loop (`flower.walls.glance.programs`); `tac` needs files (of a pipe it
+  sed/awk/jq programs may not loop (`flower.walls.glance.sed`, `awk`, `jq`); `tac` needs files (of a pipe it
   spills to a temp file), `sort -S/-T` are absent, ping waits at most 10 s per reply.
 - Commands longer than `MAX_COMMAND_CHARS` are refused unread: a glance is short.
 """

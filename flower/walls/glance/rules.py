@@ -4,7 +4,7 @@ Concept. `COMMANDS` maps a command name to a `Rule` (`flower.walls.glance.option
 parses a command line with bashlex, reads each simple command's words with the one shared option
 parser and refuses everything else. This module holds the table and the checks that need a command's
 own meaning (tac's input, ping's peer, ss filters, test's operators); the little languages live in
-`glance_programs`, git in `glance_git`, paths and addresses in `glance_paths`.
+`sed` and `awk`, git in `git`, paths and addresses in `paths`.
 
 Invariants.
 - Allow, never deny: a flag is usable only if its table lists it. Tables list real option names only,
@@ -31,7 +31,8 @@ from flower.walls.glance.git import GIT_RULE
 from flower.walls.glance.options import Args, Refusal, Rule, Word, literal
 from flower.walls.glance.paths import numeric_local
 from flower.walls.glance.jq import check_jq
-from flower.walls.glance.programs import awk_program_ok, check_awk, check_awk_assignment, check_sed, sed_script_ok
+from flower.walls.glance.awk import awk_program_ok, check_awk, check_awk_assignment
+from flower.walls.glance.sed import check_sed, sed_script_ok
 
 __all__ = [
     "COMMANDS", "MAX_WIDTH", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "check_widths", "literal",
@@ -228,7 +229,7 @@ def check_widths(name: str, words: list[Word]) -> None:
     """Refuse a field width or precision over `MAX_WIDTH` (or taken from an argument, `%*s`) in a
     format of printf/date/stat/find -printf, a `ps -o pid:WIDTH`, or a width option of ls/nl/column."""
     if name in ("awk", "gawk", "mawk", "nawk"):
-        for word in words:  # a printf/sprintf format is a string literal of the program (glance_programs)
+        for word in words:  # a printf/sprintf format is a string literal of the program (the awk checker)
             for literal_text in re.findall(r'"((?:[^"\\]|\\.)*)"', word.value):
                 check_widths("printf", [Word(literal_text, True)])
         return

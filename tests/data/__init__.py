@@ -1,1 +1,0 @@
-"""Test data: real transcripts from ../shared/data and builders for synthetic ones."""
