@@ -17,6 +17,7 @@ from flower.walls.guard import delegate_guard, merge_hooks, whitelist_guard
 from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.resilience import RetryPolicy, classify
 from flower.agent.roles import coordinator, worker
+from flower.runtime.config import RuntimeConfig, resolve_config
 from flower.runtime.refresh import RefreshPolicy
 from flower.runtime.runtime import Runtime, StepResult
 from flower.workbench.spill import spill_guard
@@ -64,6 +65,7 @@ __all__ = [
     "RewriteReport",
     "RewritingSessionStore",
     "Runtime",
+    "RuntimeConfig",
     "ScriptError",
     "SqliteSessionStore",
     "Step",
@@ -87,6 +89,7 @@ __all__ = [
     "parallel",
     "read_jsonl",
     "relay_guard",
+    "resolve_config",
     "rewrite",
     "spec_guards",
     "spill_guard",

@@ -24,7 +24,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from flower.cli.launch import check_credentials, cli_env, execute, read_prompt, resolve_target
+from flower.cli.launch import check_credentials, execute, read_prompt, resolve_target, runtime_config
 from flower.agent.events import Event
 from flower.errors import ConfigError, FlowError, FlowerError
 from flower.util.loader import call
@@ -106,9 +106,12 @@ def _finish(ctx: Any, runtime: Any, workflow: Any) -> None:
 
 
 def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None = None) -> Any:
+    from dataclasses import replace
+
     from flower.runtime.runtime import Runtime
 
-    return Runtime(workspace, run_dir=run_dir, store=_session_store(store), env=cli_env(), run_id=run_id)
+    config = replace(runtime_config(run_dir=run_dir), model=None, budget=None)  # model, budget: the specs'
+    return Runtime(workspace, config=config, store=_session_store(store), run_id=run_id)
 
 
 @click.command()

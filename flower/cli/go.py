@@ -34,7 +34,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from flower.cli.launch import check_credentials, cli_env, event_json
+from flower.cli.launch import check_credentials, event_json, runtime_config
 from flower.util.confined import read_note, replace_text
 from flower.agent.events import Event
 from flower.errors import ConfigError
@@ -218,22 +218,22 @@ def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool,
               "remove it, or name a run dir with -r")
     if budget is not None and budget <= 0:
         _fail(f"--budget must be a positive number of dollars, not {budget}")
-    if window is not None:
-        if not re.fullmatch(r"\d+[kKmM]?", window.strip()) or window.strip()[0] == "0":
-            _fail(f"--window must be a token count like 200000 or 200k, not {window!r}")
-        os.environ["FLOWER_WINDOW"] = window.strip()
+    if window is not None and (not re.fullmatch(r"\d+[kKmM]?", window.strip()) or window.strip()[0] == "0"):
+        _fail(f"--window must be a token count like 200000 or 200k, not {window!r}")
     if not math.isfinite(timeout):
         _fail(f"--timeout must be a number of seconds (0 = never wait), not {timeout}")
     check_credentials(os.environ)
     text = " ".join(request).strip()
     _run(text, ws, runs, new=new, clarify_only=clarify_only, no_goal=no_goal, rounds=rounds, asks=asks,
          timeout=timeout, isolate=isolate, judge_can_run=judge_can_run, model=model, budget=budget,
-         as_json=as_json, verbose=verbose)
+         as_json=as_json, verbose=verbose, window=window)
 
 
 def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_goal: bool, rounds: int,
          asks: int | None, timeout: float, isolate: bool, judge_can_run: bool, model: str | None,
-         budget: float | None, as_json: bool, verbose: bool) -> None:
+         budget: float | None, as_json: bool, verbose: bool, window: str | None = None) -> None:
+    from dataclasses import replace
+
     from flower.agent.options import check_isolation
     from flower.runtime.runtime import Runtime
     from flower.flow.signals import guard
@@ -242,7 +242,9 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     from flower.human.judge import GoalStep
 
     tty = sys.stdin.isatty() and sys.stdout.isatty() and not as_json
-    runtime = Runtime(ws, run_dir=runs, env=cli_env())
+    # the run's model and budget are the go flow's own (GoOptions), not an override of every spec
+    config = replace(runtime_config(run_dir=str(runs), window=window), model=None, budget=None)
+    runtime = Runtime(ws, config=config)
     notes = Path(runtime.workbench.notes) if runtime.workbench is not None else runs
     options = GoOptions(rounds=rounds, no_goal=no_goal, clarify_only=clarify_only, isolate=isolate,
                         judge_can_run=judge_can_run, model=model, budget=budget)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
@@ -24,7 +24,10 @@ from flower.errors import ConfigError, FlowerError
 from flower.util.loader import call
 from flower.util.loader import load_target as resolve_target
 
-__all__ = ["check_credentials", "cli_env", "execute", "load_spec", "read_prompt", "resolve_target"]
+if TYPE_CHECKING:
+    from flower.runtime.config import RuntimeConfig
+
+__all__ = ["check_credentials", "cli_env", "execute", "load_spec", "read_prompt", "resolve_target", "runtime_config"]
 
 CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 PROVIDERS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
@@ -72,6 +75,16 @@ def cli_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The part of this process's environment the Claude Code CLI needs, passed on explicitly."""
     source = os.environ if env is None else env
     return {k: v for k, v in source.items() if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES}
+
+
+def runtime_config(**flags: Any) -> RuntimeConfig:
+    """The runtime's settings for a command: its flags (None: not given) over the environment, the config
+    file and the defaults, with this process's environment for the Claude Code CLI."""
+    from dataclasses import replace
+
+    from flower.runtime.config import resolve_config
+
+    return replace(resolve_config(flags).config, env=cli_env())
 
 
 def read_prompt(prompt: str | None) -> str:
@@ -152,19 +165,11 @@ def execute(
     from flower.cli.live import LiveView
     from flower.cli.otel import otlp_tracing
 
-    from flower.cli.config import resolve, setting
-    from flower.runtime.handoff import HandoffPolicy
-
     check_credentials(os.environ)
-    settings = resolve()  # env > config file > default for what has no flag
-    # FLOWER_WINDOW and FLOWER_HANDOFF_AT are read by HandoffPolicy itself; a flag or the config file is passed
-    window, at = (next(r for r in settings if r["name"] == name) for name in ("window", "handoff_at"))
-    explicit = {key: row["value"] for key, row in (("window", window), ("at", at))
-                if row["source"] not in ("default", f"env {row['env']}")}
-    handoff = HandoffPolicy(**explicit) if explicit else True
     base = open_store(store, None, create=True) if store else None
-    runtime = Runtime(workspace, run_dir=run_dir, store=base, env=cli_env(), handoff=handoff,
-                      trim=bool(setting("trim", settings)), spill_threshold=setting("spill_threshold", settings))
+    # the command already put the model and the budget into the spec
+    config = dataclasses.replace(runtime_config(run_dir=run_dir, otlp=otlp), model=None, budget=None)
+    runtime = Runtime(workspace, config=config, store=base)
     try:
         find = getattr(runtime.store, "find_session", None)
         if resume and callable(find) and find(resume) is None:

@@ -50,15 +50,15 @@ def config(as_json: bool) -> None:
     from rich import box
     from rich.table import Table
 
-    from flower.cli.config import find_config, resolve
+    from flower.runtime.config import resolve_config
 
-    rows = resolve()
-    found = find_config()
+    resolved = resolve_config()
+    rows, found = resolved.rows(), resolved.file
     if as_json:
-        click.echo(json.dumps({"file": str(found[0]) if found else None, "settings": rows}, indent=1, default=str))
+        click.echo(json.dumps({"file": str(found) if found else None, "settings": rows}, indent=1, default=str))
         return
     console = Console(highlight=False)
-    click.echo(f"config file: {found[0] if found else 'none (flower.toml or [tool.flower] in pyproject.toml)'}")
+    click.echo(f"config file: {found or 'none (flower.toml or [tool.flower] in pyproject.toml)'}")
     table = Table(show_edge=False, pad_edge=False, box=box.SIMPLE_HEAD)
     for column in ("setting", "value", "from"):
         table.add_column(column, overflow="fold")

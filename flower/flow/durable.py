@@ -4,9 +4,10 @@
 are `flower.flow.execution`'s.
 
 - A run is the DBOS workflow `flower.run` whose id is the run id. Its input is plain metadata (workflow
-  name, workspace, run dir, source target, step count); the `Workflow` object itself lives in this process
-  (`_LIVE`), or is loaded from its source by a process that adopts the run (a fleet worker loads
-  `FILE.py:ATTR` itself: a workflow, or a callable returning one).
+  name, workspace, run dir, source target, step count, the runtime's config as plain data); the `Workflow`
+  object itself lives in this process (`_LIVE`), or is loaded from its source by a process that adopts the run
+  (a fleet worker loads `FILE.py:ATTR` itself: a workflow, or a callable returning one), which runs it under
+  that recorded config.
 - Each agent attempt is a DBOS step (`agent:<label>`) whose checkpoint is the `StepResult`; gates, feedback
   and each step's context updates are checkpointed too (`gate:`, `feedback:`, `settle:`), so a replay after a
   crash reaches the same place without calling the model or the user's code again.
@@ -28,7 +29,7 @@ import inspect
 import os
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from filelock import FileLock, Timeout
 
 from flower import texts
 from flower.agent.events import Event, OnEvent, emit
+from flower.runtime.config import RuntimeConfig
 from flower.runtime.runtime import Runtime
 from flower.runtime.steps import StepResult
 from flower.errors import ConfigError, FlowError
@@ -260,7 +262,11 @@ def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
     workspace = Path(meta["workspace"])
     if not workspace.is_dir():
         raise FlowError(f"run {run_id}: workspace {workspace} does not exist on this machine")
-    runtime = Runtime(workspace, run_dir=run_dir or _WORKER.get("run_dir") or "runs", store=store, run_id=run_id)
+    # The starter's settings, whatever this process's environment says; the run dir is this machine's
+    # when the starter's does not exist here.
+    config = RuntimeConfig.from_dict(meta.get("config") or {})
+    config = replace(config, run_dir=str(run_dir or _WORKER.get("run_dir") or "runs"))
+    runtime = Runtime(workspace, config=config, store=store, run_id=run_id)
     live = Live(workflow, runtime, None, run_id, meta)
     _LIVE[run_id] = live
     return live
@@ -351,6 +357,7 @@ async def run(
     verbose: bool = False,
 ) -> dict[str, Any]:
     """Start a run of `workflow`, or continue its unfinished run in this workspace (or `run_id`)."""
+    settings = runtime.config.to_dict(local=False)  # a setting that cannot travel stops the start here
     engine.launch(runtime.run_dir, store=store, verbose=verbose)
     meta: dict[str, Any] = {
         "workflow": workflow.name,
@@ -359,6 +366,7 @@ async def run(
         "source": source,
         "total": workflow.total,
         "context": dict(workflow.context or {}),
+        "config": settings,
     }
     if run_id is None and not new:
         run_id = await _unfinished(workflow.name, runtime.workspace, meta["context"], on_event)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -58,11 +59,11 @@ def isolated_workspace(workspace: Path, run_dir: Path, run_id: str, label: str) 
 
 
 def branch_runtime(live: RunScope, label: str, isolate: bool) -> Runtime:
+    """The runtime of one branch: its parent's config as it is (only the run dir made absolute), its store
+    and run id, in the parent's workspace or one of its own."""
     base = live.runtime
     workspace = base.workspace
     if isolate:
         workspace = isolated_workspace(base.workspace, base.run_dir, live.run_id, label)
-    return Runtime(workspace, run_dir=base.run_dir, store=base.store, env=base.env, run_id=live.run_id,
-                   handoff=base.handoff or False, refresh=base.refresh or False, resilience=base.retry or False,
-                   portable=base.portable,
-                   placement=base.placement, spill_threshold=base.spill_threshold)
+    config = replace(base.config, run_dir=str(base.run_dir))
+    return Runtime(workspace, config=config, store=base.store, run_id=live.run_id)

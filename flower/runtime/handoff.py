@@ -11,7 +11,8 @@ Invariants:
 - Threshold = window - 25% of the window unless `headroom` is given (so any window works, 40k as well
   as 1M); a warning min(20k, headroom) earlier; `at` lowers it to a fixed token
   count (a cost-driven threshold), never above the window's.
-- The window comes from `HandoffPolicy.window`, else `FLOWER_WINDOW`, else the model the session reports,
+- The window comes from `HandoffPolicy.window` (the runtime's config fills it from its `window` setting),
+  else the model the session reports,
   else the spec's model, else `ANTHROPIC_MODEL`, each by its name, else 1M (the bundled CLI's default
   window); a real context overflow caps it at what overflowed (self-calibration).
 - A handoff needs the sections `doing` and `next` (parsed by `flower.util.sections`, so a fenced heading is
@@ -76,15 +77,14 @@ class HandoffPolicy:
     """When a run hands over to a fresh session."""
 
     window: int | None = None
-    """Context window in tokens; None reads FLOWER_WINDOW, then the model in use, then 1M."""
+    """Context window in tokens; None follows the model in use, else 1M."""
     headroom: int | None = None
     """Tokens kept free below the window; None means 25% of the window."""
     max_generations: int = DEFAULT_MAX_GENERATIONS
     """More generations than this in one step stop the step; the last handoff is saved to continue from."""
     at: int | None = None
     """A cost-driven threshold: hand off once the main context reaches this many tokens, even far below the
-    window (never later than the window's own threshold). None reads FLOWER_HANDOFF_AT; unset, only the
-    window decides."""
+    window (never later than the window's own threshold). None: only the window decides."""
 
     def __post_init__(self) -> None:
         if self.window is not None and self.window <= 0:
@@ -100,20 +100,17 @@ class HandoffPolicy:
         self, model: str | None = None, *, reported: str | None = None, env_model: str | None = None,
         calibrated: int | None = None,
     ) -> int:
-        """The window in tokens: explicit or FLOWER_WINDOW, else the `reported` model's (what the session
+        """The window in tokens: explicit, else the `reported` model's (what the session
         says it runs), else the spec's `model`, else `env_model` (ANTHROPIC_MODEL), else 1M; never more
         than a `calibrated` overflow."""
-        window = self._configured()
+        window = self.window
         if window is None:
             window = next((w for w in map(model_window, (reported, model, env_model)) if w), DEFAULT_WINDOW)
         return min(window, calibrated) if calibrated else window
 
-    def _configured(self) -> int | None:
-        return self.window if self.window is not None else _tokens_from_env("FLOWER_WINDOW", "200000 or 200k")
-
     def resolve_at(self) -> int | None:
-        """The cost-driven threshold: `at`, else FLOWER_HANDOFF_AT, else None."""
-        return self.at if self.at is not None else _tokens_from_env("FLOWER_HANDOFF_AT", "40000 or 40k")
+        """The cost-driven threshold, or None."""
+        return self.at
 
     def headroom_for(self, window: int) -> int:
         return self.headroom if self.headroom is not None else window // 4
@@ -183,17 +180,6 @@ def overflow_window(text: str | None) -> int | None:
         return None
     value = int(match.group(1).replace(",", ""))
     return value if value >= 1_000 else None
-
-
-def _tokens_from_env(name: str, example: str) -> int | None:
-    """A token count from the environment variable `name` (`200k`, `1m`, `200_000`), None when unset."""
-    env = os.environ.get(name, "").strip().lower().replace("_", "")
-    if not env:
-        return None
-    match = re.fullmatch(r"(\d+)(k|m)?", env)
-    if not match or int(match.group(1)) <= 0:
-        raise ConfigError(f"{name} must be a token count like {example}, not {env!r}")
-    return int(match.group(1)) * {"k": 1_000, "m": 1_000_000}.get(match.group(2) or "", 1)
 
 
 def parse_handoff(text: str) -> dict[str, str]:

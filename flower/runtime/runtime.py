@@ -35,10 +35,10 @@ import os
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from claude_agent_sdk import (
@@ -64,6 +64,8 @@ from flower.agent.options import build_options
 from flower.agent.spec import AgentSpec
 from flower.agent.compact import CompactPolicy
 from flower.agent.events import Event, OnEvent, emit, to_events
+from flower.runtime.config import RuntimeConfig, RuntimeOptions
+from flower.workbench.bench import Placement, Workbench
 from flower.runtime.refresh import CHARS_PER_TOKEN, RefreshPolicy
 from flower.walls.guard import approve_subagents
 from flower.runtime.handoff import (
@@ -95,9 +97,12 @@ from flower.walls.dispatch import Rewrite, dispatch_guard, isolation_input
 from flower.runtime.stream import EventStream
 from flower.runtime.tracing import traced
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
-Placement = Literal["user", "system"]
+_FIELDS = frozenset(f.name for f in fields(RuntimeConfig))
 
 
 @dataclass
@@ -226,42 +231,39 @@ class Runtime:
         self,
         workspace: str | os.PathLike[str],
         *,
-        run_dir: str | os.PathLike[str] = "runs",
-        workbench: bool | Any = True,
-        spill_threshold: int | None = 4000,
-        trim: bool | Any = False,
-        ephemeral: bool | Any = True,
-        keep_denials: int = 1,
-        handoff: bool | HandoffPolicy = True,
-        refresh: bool | RefreshPolicy = True,
-        resilience: bool | RetryPolicy = True,
+        config: RuntimeConfig | None = None,
         store: SessionStore | None = None,
-        portable: bool = True,
-        placement: Placement = "user",
-        env: Mapping[str, str] | None = None,
         run_id: str | None = None,
-        project: str | None = None,
+        **overrides: Unpack[RuntimeOptions],
     ) -> None:
-        from flower.workbench.bench import Workbench
-
+        """`config` (default: `RuntimeConfig()`) with any `RuntimeConfig` field given as a keyword on top;
+        `self.config` is the effective config."""
+        unknown = sorted(set(overrides) - _FIELDS)
+        if unknown:
+            raise TypeError(f"Runtime() got an unexpected keyword argument {unknown[0]!r}")
+        changes: dict[str, Any] = {**overrides, **({"env": {}} if overrides.get("env", ()) is None else {})}
+        self.config = replace(config or RuntimeConfig(), **changes)
+        cfg = self.config
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise ConfigError(f"workspace {self.workspace} is not a directory")
-        self.run_dir = make_run_dir(Path(run_dir).resolve())  # a new run dir gets a .gitignore of `*`
-        self.workbench = Workbench(self.workspace) if workbench is True else (workbench or None)
+        self.run_dir = make_run_dir(Path(cfg.run_dir).resolve())  # a new run dir gets a .gitignore of `*`
+        self.workbench = Workbench(self.workspace) if cfg.workbench is True else (cfg.workbench or None)
         if self.workbench is not None:
             self.workbench.ensure()
-        self.spill_threshold = spill_threshold
-        self.handoff: HandoffPolicy | None = _policy(handoff, HandoffPolicy())
-        self.refresh: RefreshPolicy | None = _policy(refresh, RefreshPolicy())
-        self.retry: RetryPolicy | None = _policy(resilience, RetryPolicy())
-        self.portable = portable
-        self.placement: Placement = placement
-        self.env = dict(env or {})
+        self.spill_threshold = cfg.spill_threshold
+        self.handoff: HandoffPolicy | None = cfg.handoff_policy()
+        self.refresh: RefreshPolicy | None = _policy(cfg.refresh, RefreshPolicy())
+        self.retry: RetryPolicy | None = _policy(cfg.resilience, RetryPolicy())
+        self.portable = cfg.portable
+        self.placement: Placement = cfg.placement
+        self.env = dict(cfg.env)
         self.run_id = run_id or (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
                                  + f"-{os.getpid()}-{secrets.token_hex(3)}")
-        self.store = self._make_store(store, project, trim=trim, ephemeral=ephemeral, keep_denials=keep_denials)
-        self._policies = {**rewrite_policies(self.store), "spill_threshold": spill_threshold, "project": project}
+        self.store = self._make_store(store, cfg.project, trim=cfg.trim, ephemeral=cfg.ephemeral,
+                                      keep_denials=cfg.keep_denials)
+        self._policies = {**rewrite_policies(self.store), "spill_threshold": cfg.spill_threshold,
+                          "project": cfg.project}
         self._client: ClaudeSDKClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._interrupt: str | None = None
@@ -298,6 +300,7 @@ class Runtime:
         on_event: OnEvent | None = None,
     ) -> StepResult:
         """Run one step; model and API failures land in the result, never raise."""
+        spec = self.config.apply(spec)  # the config's model and budget, when set
         step = step_name or spec.name
         started, clock = _now(), time.monotonic()
         self._interrupt = None  # an interrupt that arrived after the last step ended is void

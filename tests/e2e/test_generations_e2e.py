@@ -109,13 +109,13 @@ async def test_an_overflow_calibrates_the_window(
 async def test_the_generation_cap_saves_the_last_handoff_and_says_how_to_continue(
     scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Item 6: FLOWER_WINDOW=40000 alone works (headroom scales); the capped step keeps the document."""
-    monkeypatch.setenv("FLOWER_WINDOW", "40000")
+    """Item 6: a window of 40000 alone (what FLOWER_WINDOW=40000 resolves to) works (headroom scales); the
+    capped step keeps the document."""
     scripted_api.script([
         cross(31_000), text(DOC.format(mark="FIRST")),
         cross(3_000), cross(31_000), text(DOC.format(mark="LAST-WORDS-42")),
     ])
-    rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(max_generations=2))
+    rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(max_generations=2), window=40_000)
     result = await rt.run(solo(), "task")
     assert not result.ok and result.error is not None and "more than 2 generations" in result.error
     assert len(result.handoffs) == 2 and "LAST-WORDS-42" in Path(result.handoffs[-1]).read_text()

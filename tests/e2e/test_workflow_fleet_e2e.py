@@ -1,9 +1,11 @@
 """A fleet on PostgreSQL (issue #13; SPEC L-6, B-13): `flower run` fans out 6 agent steps, 2 at a time, through
 a DBOS queue; a `flower worker` process takes some of them; the worker is SIGKILLed mid-step and restarted
-under the same name; every step completes exactly once to a result and the run finishes."""
+under the same name; every step completes exactly once to a result and the run finishes. A branch the worker
+takes runs under the starter's settings, not the worker's environment (issue #25)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -23,7 +25,7 @@ from psycopg import sql
 
 from flower import texts
 from flower.flow import engine
-from flower.testing import ScriptedAPI, text
+from flower.testing import ScriptedAPI, text, tool_use
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
@@ -132,6 +134,74 @@ def test_fan_out_over_a_lead_and_a_worker_survives_a_killed_worker(
         assert later and later[-1].headers.get("x-claude-code-session-id") == first.headers.get(
             "x-claude-code-session-id")
         assert texts.RESUME_AFTER_CRASH in later[-1].last_user_text()
+    finally:
+        client.destroy()
+        for child in (worker, lead):
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGTERM)
+                child.wait(timeout=30)
+
+
+TRAVEL = """\
+from flower import AgentSpec, Step, Workflow
+
+spec = AgentSpec(name="agent", instructions="You work on one item.", allowed_tools=["Bash"])
+fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in range(6)], limit=2)],
+               name="travel")
+"""
+
+
+def test_a_branch_the_worker_takes_runs_under_the_starters_settings(
+    scripted_api: ScriptedAPI, tmp_path: Path, database: str
+) -> None:
+    """The lead's environment sets a 300-char spill threshold and a 30k handoff threshold; the worker is started
+    without any FLOWER_* variable (its own defaults would be 4000 chars and 750k tokens). Every branch prints
+    1,000 chars: a branch the worker ran spilled them (the model saw the pointer) and its manifest row has the
+    starter's thresholds."""
+    lock = threading.Lock()
+    seen: dict[str, str] = {}
+
+    def handler(request: Any) -> Any:
+        (item,) = set(re.findall(r"ITEM-(n\d)", request.text))
+        if request.tool_results():
+            with lock:
+                seen[item] = request.result_text()
+            return text(f"done {item}")
+        return tool_use("Bash", {"command": f"python3 -c \"print('{item}' * 500)\""}, delay=2.0)
+
+    scripted_api.handler = handler
+    (tmp_path / "flow.py").write_text(TRAVEL)
+    env = scripted_api.cli_env(tmp_path / "home")
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("FLOWER_")}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "flower", "worker", "--store", database, "--id", "w1", "-r", str(tmp_path / "w")],
+        env={**plain, **env}, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    assert not any(k.startswith("FLOWER_") for k in env)
+    assert first_line(worker).startswith("worker w1 on ")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    lead = flower({**env, "FLOWER_SPILL_THRESHOLD": "300", "FLOWER_HANDOFF_AT": "30k"},
+                  "run", f"{tmp_path / 'flow.py'}:fan", "-w", str(ws), "-r", str(tmp_path / "runs"), "--store", database)
+    client = engine.client(tmp_path / "runs", database)
+    try:
+        out, err = lead.communicate(timeout=240)
+        assert lead.returncode == 0, err
+        (run,) = client.list_workflows(name="flower.run")
+        assert run.output["each"] == [f"done n{i}" for i in range(6)]
+        ran_by: dict[str, str] = run.output["_ran_by"]
+        by_worker = sorted(label for label, executor in ran_by.items() if executor == "w1")
+        assert by_worker, f"the worker took no branch: {ran_by}"
+        rows = {row["step"]: row for row in json.loads((tmp_path / "runs" / "manifest.json").read_text())["steps"]}
+        pointer = re.compile(re.escape(texts.SPILL_POINTER).replace(re.escape("{chars}"), r"[\d,]+")
+                             .replace(re.escape("{path}"), r"(\S+)"))
+        for label in ran_by:  # the worker's branches and the lead's alike
+            item = "n" + label.rsplit("[", 1)[-1].rstrip("]")
+            spilled = pointer.match(seen[item])
+            assert spilled, (label, ran_by[label], seen[item][:200])  # the model saw a pointer, not the output
+            assert Path(spilled.group(1)).read_text().strip() == item * 500
+            assert rows[label]["threshold"] == 30_000, (label, ran_by[label], rows[label]["threshold"])
+            assert rows[label]["policies"]["spill_threshold"] == 300
+        assert {rows[label]["run_id"] for label in by_worker} == {run.workflow_id}
     finally:
         client.destroy()
         for child in (worker, lead):

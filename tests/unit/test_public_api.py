@@ -20,6 +20,8 @@ EXPECTED = [
     "Context", "FlowError", "Step", "StepAbort", "Workflow", "parallel",
     # the human channel, clarify and the judge (issue #14, L-8, L-9, L-10)
     "Brief", "Goal", "HumanChannel", "Verdict", "clarify_step", "goal_step", "with_goal",
+    # one config that travels (issue #25)
+    "RuntimeConfig", "resolve_config",
 ]
 
 

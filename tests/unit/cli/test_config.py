@@ -69,15 +69,17 @@ def test_every_environment_variable_is_documented() -> None:
 
 def test_the_handoff_threshold_setting_reaches_the_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`handoff_at` in flower.toml (or FLOWER_HANDOFF_AT) becomes HandoffPolicy(at=) for run and once."""
-    from flower.cli.config import resolve, setting
-    from flower.runtime.handoff import HandoffPolicy
+    from dataclasses import replace
+
+    from flower.runtime.config import resolve_config
 
     (tmp_path / "flower.toml").write_text("handoff_at = 35000\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("FLOWER_HANDOFF_AT", raising=False)
     rows = settings(env={"FLOWER_HANDOFF_AT": None})
     assert rows["handoff_at"]["value"] == 35000 and rows["handoff_at"]["source"] == str(tmp_path / "flower.toml")
-    assert HandoffPolicy(window=200_000, at=setting("handoff_at", resolve(env={}))).threshold() == 35_000
+    policy = replace(resolve_config({}, env={}).config, window=200_000).handoff_policy()
+    assert policy is not None and policy.threshold() == 35_000
     env_rows = settings(env={"FLOWER_HANDOFF_AT": "30k"})
     assert env_rows["handoff_at"]["source"] == "env FLOWER_HANDOFF_AT"
     (tmp_path / "flower.toml").write_text('handoff_at = "soon"\n')

@@ -4,6 +4,7 @@ compaction switches, events (issue #6, S-22..S-24, L-3, L-4)."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from claude_agent_sdk import (
 from flower.agent.compact import CompactPolicy
 from flower.agent.events import Event, emit, to_events
 from flower.errors import ConfigError
+from flower.runtime.config import RuntimeConfig, resolve_config
 from flower.runtime.handoff import (
     ContextMeter,
     HandoffPolicy,
@@ -40,13 +42,15 @@ def test_threshold_defaults_to_the_1m_window_minus_a_quarter(monkeypatch: pytest
     assert HandoffPolicy().resolve_window("claude-haiku-4") == 200_000
 
 
-def test_window_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FLOWER_WINDOW", "300k")
-    assert HandoffPolicy().resolve_window() == 300_000
-    assert HandoffPolicy(window=123_456).resolve_window() == 123_456  # explicit wins
-    monkeypatch.setenv("FLOWER_WINDOW", "lots")
+def test_window_from_the_environment(tmp_path: Path) -> None:
+    """FLOWER_WINDOW reaches the handoff policy through the resolved config; the policy reads no variable."""
+    config = resolve_config({}, env={"FLOWER_WINDOW": "300k"}, start=tmp_path).config
+    assert config.handoff_policy() == HandoffPolicy(window=300_000)
+    assert HandoffPolicy().resolve_window() == 1_000_000
+    explicit = replace(config, handoff=HandoffPolicy(window=123_456)).handoff_policy()
+    assert explicit is not None and explicit.resolve_window() == 123_456  # explicit wins
     with pytest.raises(ConfigError, match="FLOWER_WINDOW"):
-        HandoffPolicy().resolve_window()
+        resolve_config({}, env={"FLOWER_WINDOW": "lots"}, start=tmp_path)
 
 
 def test_invalid_policies_fail_at_construction() -> None:
@@ -243,17 +247,15 @@ def test_window_follows_the_model_in_use(monkeypatch: pytest.MonkeyPatch) -> Non
     assert policy.resolve_window(None, reported="claude-haiku-4-5[1m]") == 1_000_000
     assert policy.resolve_window(None, calibrated=174_000) == 174_000
     assert HandoffPolicy(window=500_000).resolve_window(None, reported="claude-haiku-4-5") == 500_000
-    monkeypatch.setenv("FLOWER_WINDOW", "300k")
-    assert policy.resolve_window(None, reported="claude-haiku-4-5") == 300_000
+    configured = RuntimeConfig(window=300_000).handoff_policy()  # FLOWER_WINDOW=300k, resolved
+    assert configured is not None and configured.resolve_window(None, reported="claude-haiku-4-5") == 300_000
 
 
 def test_default_headroom_scales_with_the_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """Item 6: FLOWER_WINDOW=40000 alone used to be a ConfigError (headroom at least 50k)."""
-    monkeypatch.setenv("FLOWER_WINDOW", "40000")
-    policy = HandoffPolicy()
-    assert policy.threshold() == 30_000 and policy.warning() == 20_000
-    monkeypatch.delenv("FLOWER_WINDOW")
-    assert policy.threshold() == 750_000 and policy.max_generations == 32
+    policy = RuntimeConfig(window=40_000).handoff_policy()
+    assert policy is not None and policy.threshold() == 30_000 and policy.warning() == 20_000
+    assert HandoffPolicy().threshold() == 750_000 and HandoffPolicy().max_generations == 32
 
 
 @pytest.mark.parametrize(("error", "kind"), [
@@ -342,11 +344,13 @@ def test_a_cost_driven_threshold_is_never_above_the_windows() -> None:
         HandoffPolicy(at=0)
 
 
-def test_the_cost_driven_threshold_comes_from_flower_handoff_at(monkeypatch: pytest.MonkeyPatch) -> None:
-    """FLOWER_HANDOFF_AT, like FLOWER_WINDOW, reaches every entry point (run, once, go, workflows)."""
-    monkeypatch.setenv("FLOWER_HANDOFF_AT", "40k")
-    assert HandoffPolicy(window=200_000).threshold() == 40_000
-    assert HandoffPolicy(window=200_000, at=30_000).threshold() == 30_000  # the argument wins
-    monkeypatch.setenv("FLOWER_HANDOFF_AT", "soon")
+def test_the_cost_driven_threshold_comes_from_flower_handoff_at(tmp_path: Path) -> None:
+    """FLOWER_HANDOFF_AT, like FLOWER_WINDOW, reaches every entry point (run, once, go, workflows) through
+    the resolved config."""
+    config = resolve_config({}, env={"FLOWER_HANDOFF_AT": "40k"}, start=tmp_path).config
+    policy = replace(config, window=200_000).handoff_policy()
+    assert policy is not None and policy.threshold() == 40_000
+    own = replace(config, handoff=HandoffPolicy(window=200_000, at=30_000)).handoff_policy()
+    assert own is not None and own.threshold() == 30_000  # the policy's own wins
     with pytest.raises(ConfigError, match="FLOWER_HANDOFF_AT must be a token count like 40000 or 40k, not 'soon'"):
-        HandoffPolicy(window=200_000).threshold()
+        resolve_config({}, env={"FLOWER_HANDOFF_AT": "soon"}, start=tmp_path)

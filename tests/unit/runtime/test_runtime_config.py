@@ -1,0 +1,173 @@
+"""`RuntimeConfig`: one value with every runtime option, resolved once (flag > env > file > default), that
+travels as plain data to branches and fleet workers; a setting that cannot travel is refused in one line."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import get_type_hints
+
+import anyio
+import pytest
+
+from flower.agent.spec import AgentSpec
+from flower.errors import ConfigError
+from flower.runtime.config import RuntimeConfig, RuntimeOptions, resolve_config
+from flower.runtime.handoff import HandoffPolicy
+from flower.runtime.refresh import RefreshPolicy
+from flower.runtime.resilience import RetryPolicy
+from flower.runtime.runtime import Runtime
+from flower.stores.trim import EphemeralPolicy, TrimPolicy
+from flower.workbench.bench import Workbench
+
+TUNED = RuntimeConfig(
+    run_dir="/srv/runs", workbench=False, spill_threshold=300, trim=TrimPolicy(keep_recent=3, min_chars=500),
+    ephemeral=EphemeralPolicy(keep_recent=2, reads=False), keep_denials=0,
+    handoff=HandoffPolicy(headroom=5_000, max_generations=4), window=200_000, handoff_at=30_000,
+    refresh=RefreshPolicy(min_tokens=2_000, share=0.5), resilience=RetryPolicy(max_attempts=2, base=0.1),
+    portable=False, placement="system", env={"ANTHROPIC_MODEL": "claude-haiku-4-5"}, project="fleet",
+    model="claude-haiku-4-5", budget=1.5, otlp="http://127.0.0.1:4318",
+)
+
+
+def test_precedence_is_flag_then_env_then_file_then_default(tmp_path: Path) -> None:
+    (tmp_path / "flower.toml").write_text('spill_threshold = 9000\nhandoff_at = "35k"\nmodel = "opus"\ntrim = true\n')
+    env = {"FLOWER_SPILL_THRESHOLD": "123", "FLOWER_WINDOW": "300k"}
+    resolved = resolve_config({"spill_threshold": 7, "model": None}, env=env, start=tmp_path)
+    config, sources = resolved.config, resolved.sources
+    assert config.spill_threshold == 7 and sources["spill_threshold"] == "flag"  # the flag beats env and file
+    assert config.window == 300_000 and sources["window"] == "env FLOWER_WINDOW"
+    assert config.handoff_at == 35_000 and sources["handoff_at"] == str(tmp_path / "flower.toml")
+    assert config.model == "opus" and sources["model"] == str(tmp_path / "flower.toml")  # None: no flag
+    assert config.trim is True and config.run_dir == "runs" and sources["run_dir"] == "default"
+    assert resolved.workspace == "." and resolved.store is None and resolved.file == tmp_path / "flower.toml"
+    env_only = resolve_config({}, env=env, start=tmp_path)
+    assert env_only.config.spill_threshold == 123 and env_only.sources["spill_threshold"] == "env FLOWER_SPILL_THRESHOLD"
+    rows = {row["name"]: row for row in env_only.rows()}  # what `flower config` prints
+    assert rows["spill_threshold"] == {"name": "spill_threshold", "value": 123, "source": "env FLOWER_SPILL_THRESHOLD",
+                                       "env": "FLOWER_SPILL_THRESHOLD", "help": rows["spill_threshold"]["help"]}
+    assert rows["handoff_at"]["value"] == 35_000 and rows["workspace"]["source"] == "default"
+
+
+def test_the_resolved_window_and_threshold_reach_the_runtime(tmp_path: Path) -> None:
+    config = resolve_config({}, env={"FLOWER_WINDOW": "200k", "FLOWER_HANDOFF_AT": "40k"}, start=tmp_path).config
+    rt = Runtime(tmp_path, config=replace(config, run_dir=str(tmp_path / "runs")))
+    spec = AgentSpec(name="s", instructions="x", model="claude-opus-5-5")
+    assert rt.window(spec) == 200_000 and rt.threshold(spec) == 40_000
+    own = Runtime(tmp_path, config=rt.config, handoff=HandoffPolicy(window=100_000))
+    assert own.window(spec) == 100_000  # a policy's own window wins over the setting
+
+
+def test_bad_values_are_one_line_naming_their_source(tmp_path: Path) -> None:
+    for env, named in (({"FLOWER_SPILL_THRESHOLD": "big"}, "FLOWER_SPILL_THRESHOLD must be a whole number"),
+                       ({"FLOWER_WINDOW": "0"}, "FLOWER_WINDOW must be a token count")):
+        with pytest.raises(ConfigError, match=named) as caught:
+            resolve_config({}, env=env, start=tmp_path)
+        assert "\n" not in str(caught.value)
+    with pytest.raises(ConfigError, match="unknown flower setting 'colour'"):
+        resolve_config({"colour": "red"}, env={}, start=tmp_path)
+    with pytest.raises(ConfigError, match="placement must be 'user' or 'system'"):
+        RuntimeConfig(placement="side")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("config", [RuntimeConfig(), TUNED, replace(TUNED, handoff=False, refresh=False,
+                                                                     resilience=False, ephemeral=False,
+                                                                     spill_threshold=None, trim=True)])
+def test_to_dict_and_from_dict_round_trip_through_json(config: RuntimeConfig) -> None:
+    data = json.loads(json.dumps(config.to_dict()))
+    assert RuntimeConfig.from_dict(data) == config
+    travelling = config.to_dict(local=False)
+    assert "env" not in travelling  # the machine's environment stays on the machine
+    assert RuntimeConfig.from_dict(travelling) == replace(config, env={})
+
+
+def test_policies_are_plain_data() -> None:
+    data = TUNED.to_dict()
+    assert data["handoff"] == {"window": None, "headroom": 5_000, "max_generations": 4, "at": None}
+    assert data["ephemeral"] == {"keep_recent": 2, "predicate": None, "reads": False}
+    assert data["resilience"]["max_attempts"] == 2 and data["workbench"] is False
+    with pytest.raises(ConfigError, match="unknown runtime setting 'colour'"):
+        RuntimeConfig.from_dict({"colour": 1})
+    with pytest.raises(ConfigError, match="runtime setting handoff"):
+        RuntimeConfig.from_dict({"handoff": {"size": 1}})
+
+
+def test_a_setting_that_cannot_travel_is_refused_in_one_line(tmp_path: Path) -> None:
+    expiring = RuntimeConfig(ephemeral=EphemeralPolicy(predicate=lambda command: command.startswith("ls")))
+    with pytest.raises(ConfigError) as caught:
+        expiring.to_dict()
+    assert str(caught.value) == ("setting ephemeral.predicate cannot travel to another process: it is a callable, "
+                                 "not plain data")
+    with pytest.raises(ConfigError, match="setting workbench cannot travel .* a Workbench object"):
+        RuntimeConfig(workbench=Workbench(tmp_path)).to_dict(local=False)
+
+
+def test_a_durable_run_refuses_such_a_setting_at_its_start(tmp_path: Path) -> None:
+    from flower.flow.step import Step
+    from flower.flow.workflow import Workflow
+
+    rt = Runtime(tmp_path, run_dir=tmp_path / "runs",
+                 ephemeral=EphemeralPolicy(predicate=lambda command: True))
+    flow = Workflow([Step("only", AgentSpec(name="a", instructions="x"), "go")], name="refused")
+    with pytest.raises(ConfigError) as caught:
+        anyio.run(lambda: flow.run(rt))
+    assert "ephemeral.predicate cannot travel" in str(caught.value) and "\n" not in str(caught.value)
+    assert not (tmp_path / "runs" / "dbos.sqlite").exists()  # refused before anything was started
+
+
+def test_runtime_keywords_override_the_config(tmp_path: Path) -> None:
+    base = replace(TUNED, run_dir=str(tmp_path / "runs"))
+    rt = Runtime(tmp_path, config=base, spill_threshold=50, env=None)
+    assert rt.config == replace(base, spill_threshold=50, env={})
+    assert rt.spill_threshold == 50 and rt.workbench is None and rt.placement == "system" and not rt.portable
+    assert rt.handoff == HandoffPolicy(window=200_000, headroom=5_000, max_generations=4, at=30_000)
+    assert rt.refresh == TUNED.refresh and rt.retry == TUNED.resilience and rt.env == {}  # env=None: none
+    assert Runtime(tmp_path, config=base).env == TUNED.env
+    with pytest.raises(TypeError, match="unexpected keyword argument 'spill'"):
+        Runtime(tmp_path, run_dir=tmp_path / "runs", spill=1)  # type: ignore[call-arg]
+    assert Runtime(tmp_path, run_dir=tmp_path / "runs", handoff=False).handoff is None
+
+
+def test_runtime_options_name_every_field() -> None:
+    assert set(get_type_hints(RuntimeOptions, localns={"Workbench": Workbench})) == {f.name for f in fields(RuntimeConfig)}
+
+
+def test_model_and_budget_apply_to_every_spec() -> None:
+    spec = AgentSpec(name="s", instructions="x", model="opus", max_budget_usd=9.0)
+    assert RuntimeConfig().apply(spec) is spec
+    applied = RuntimeConfig(model="claude-haiku-4-5", budget=0.5).apply(spec)
+    assert applied.model == "claude-haiku-4-5" and applied.max_budget_usd == 0.5
+
+
+def test_a_branch_runs_under_its_parents_config(tmp_path: Path) -> None:
+    from flower.flow import durable
+    from flower.flow.isolation import branch_runtime
+
+    parent = Runtime(tmp_path, config=replace(TUNED, run_dir=str(tmp_path / "runs")), run_id="r1")
+    live = durable.Live(workflow=None, runtime=parent, on_event=None, run_id="r1", meta={})
+    branch = branch_runtime(live, "each[0]", isolate=False)
+    assert branch.config == parent.config and branch.workbench is None  # workbench=False stays off
+    assert branch.store is parent.store and branch.run_id == "r1" and branch.spill_threshold == 300
+
+
+def test_a_worker_adopts_the_recorded_config_whatever_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flower.flow import durable
+
+    (tmp_path / "flow.py").write_text('from flower import AgentSpec, Step, Workflow\n'
+                                      'flow = Workflow([Step("a", AgentSpec(name="a", instructions="x"), "go")])\n')
+    monkeypatch.setenv("FLOWER_SPILL_THRESHOLD", "9999")
+    monkeypatch.setenv("FLOWER_HANDOFF_AT", "90k")
+    recorded = replace(TUNED, run_dir=str(tmp_path / "runs"), workbench=True).to_dict(local=False)
+    meta = {"source": f"{tmp_path / 'flow.py'}:flow", "workspace": str(tmp_path), "run_dir": str(tmp_path / "runs"),
+            "config": recorded}
+    (tmp_path / "runs").mkdir()
+    try:
+        live = durable._adopt("adopted-1", meta)
+        assert live.runtime.config == replace(RuntimeConfig.from_dict(recorded), run_dir=str(tmp_path / "runs"))
+        assert live.runtime.spill_threshold == 300 and live.runtime.handoff is not None
+        assert live.runtime.handoff.at == 30_000 and live.runtime.env == {}
+    finally:
+        durable._LIVE.pop("adopted-1", None)
