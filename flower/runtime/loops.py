@@ -43,7 +43,7 @@ class Ending:
 async def run_step(runtime: Host, step: Step, resume: str | None, fork: bool) -> Ending:
     """The generations loop."""
     state, session = State(), resume
-    message = first_message(runtime, step.prompt)
+    message = runtime._first_message(step.prompt)
     while True:
         move, outcome, session = await _attempts(runtime, step, message, session, fork, state)
         state = move.state
@@ -128,14 +128,7 @@ def _next_generation(runtime: Host, step: Step, move: Move, session: str | None)
         "reason": move.degraded}))
     tally.next_refresh = 0  # the waiting was for the retired session's context, not this one's
     body = texts.HANDOFF_CONTINUE.format(generation=generation, path=path, handoff=move.handoff.strip())
-    return first_message(runtime, body)
-
-
-def first_message(runtime: Host, prompt: str) -> str:
-    """A new session's first message: the prompt, with the workbench listing when there is one."""
-    if runtime.workbench is None:
-        return prompt
-    return runtime.workbench.first_message(prompt, runtime.placement)
+    return runtime._first_message(body)
 
 
 def _save(runtime: Host, step: str, doc: str) -> Path:

@@ -24,33 +24,30 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import datetime, timezone
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
-from claude_agent_sdk import HookMatcher, project_key_for_directory, SessionStore
+from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, project_key_for_directory, SessionStore
 
-from flower.agent.compact import CompactPolicy
 from flower.agent.events import Event, OnEvent, emit
-from flower.agent.options import build_options, check_isolation, isolated_types
+from flower.agent.options import build_options, check_isolation
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 from flower.runtime.handoff import ContextMeter, HandoffPolicy, overflow_window
 from flower.runtime.loops import run_step
 from flower.runtime.outcome import Outcome
 from flower.runtime.refresh import RefreshPolicy
-from flower.runtime.resilience import RetryPolicy, redispatch_hook
+from flower.runtime.resilience import RetryPolicy
 from flower.runtime.control import Steering
 from flower.runtime.host import Step
+from flower.runtime.layers import fold, Generations, Layer, Spill, TurnStop, Walls, WorkbenchLayer
 from flower.runtime.session import Session
 from flower.runtime.steps import StepResult, append_manifest
 from flower.runtime.stream import EventStream
 from flower.runtime.tally import Tally
 from flower.runtime.tracing import traced
 from flower.util.rundir import make_run_dir
-from flower.walls.dispatch import Rewrite, dispatch_guard, isolation_input
-from flower.walls.guard import approve_subagents
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
@@ -238,34 +235,32 @@ class Runtime:
     def _cli_env(self) -> dict[str, str]:
         return {**os.environ, **self.env}
 
-    def _options(self, spec: AgentSpec, resume: str | None, fork: bool, stop_hook: HookMatcher | None) -> Any:
-        from flower.walls.guard import merge_hooks
-        from flower.workbench.spill import spill_guard
-        from flower.workbench.bench import relay_input, workbench_hooks
+    def _layers(self, stop_hook: HookMatcher | None = None) -> list[Layer]:
+        """The layers of a session, in the order their hooks run."""
+        layers: list[Layer] = []
+        if self.workbench is not None:
+            layers += [WorkbenchLayer(self.workbench, self.placement), Spill(self.workbench, self.spill_threshold)]
+        if self.handoff is not None:
+            layers.append(Generations())
+        if stop_hook is not None:
+            layers.append(TurnStop(stop_hook))
+        layers.append(Walls())
+        return layers
 
-        wb = self.workbench if spec.workbench else None
-        env = dict(self.env)
-        if self.handoff is not None and spec.compact is None:
-            env.update(CompactPolicy("no_summary").env())
-        rewrites: list[Rewrite] = [partial(relay_input, wb)] if wb is not None else []
-        isolated = isolated_types(spec)
-        if isolated:
-            rewrites.append(partial(isolation_input, isolated=isolated))
-        hooks = merge_hooks(
-            workbench_hooks(wb, relay=False) if wb is not None else None,
-            {"PreToolUse": [dispatch_guard(rewrites)]} if rewrites else None,
-            spill_guard(wb, self.spill_threshold) if wb is not None else None,
-            {"PostToolUse": [stop_hook]} if stop_hook is not None else None,
-            {"PreToolUse": [approve_subagents(leads=spec.leads)]},
-            {"PostToolUseFailure": [HookMatcher(matcher="Agent|Task", hooks=[redispatch_hook()])]},
+    def _first_message(self, prompt: str) -> str:
+        """A new session's first message: `prompt` with what the layers put in front of it."""
+        for layer in self._layers():
+            prompt = layer.first_message(prompt)
+        return prompt
+
+    def _options(self, spec: AgentSpec, resume: str | None, fork: bool,
+                 stop_hook: HookMatcher | None) -> ClaudeAgentOptions:
+        part = fold(self._layers(stop_hook), spec)
+        return build_options(
+            spec, cwd=self.workspace, session_store=self.store, resume=resume, fork=fork, prelude=part.system,
+            add_dirs=part.add_dirs, portable=self.portable, hooks=dict(part.hooks or {}),
+            artifacts=part.artifacts, env={**self.env, **part.env},
         )
-        options = build_options(
-            spec, cwd=self.workspace, session_store=self.store, resume=resume, fork=fork,
-            prelude=wb.system_append(self.placement) if wb is not None else "",
-            add_dirs=[wb.root] if wb is not None and wb.external else (), portable=self.portable,
-            hooks=hooks, artifacts=wb.artifacts if wb is not None else None, env=env,
-        )
-        return options
 
     def _record(self, result: StepResult, spec: AgentSpec) -> None:
         where = {
