@@ -23,7 +23,7 @@ from flower.runtime.resilience import RetryPolicy
 from flower.runtime.tally import Tally
 
 if TYPE_CHECKING:
-    from flower.workbench.bench import Workbench
+    from flower.workbench.bench import Placement, Workbench
 
 __all__ = ["Host", "Step"]
 
@@ -50,7 +50,7 @@ class Host(Protocol):
     retry: RetryPolicy | None
     store: SessionStore
     workbench: Workbench | None
-    placement: Any
+    placement: Placement
     run_dir: Path
     _steering: Steering
 

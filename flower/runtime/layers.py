@@ -28,7 +28,7 @@ from flower.agent.spec import AgentSpec
 from flower.runtime.resilience import redispatch_hook
 from flower.walls.dispatch import Rewrite, dispatch_guard, isolation_input
 from flower.walls.guard import Hooks, approve_subagents, merge_hooks
-from flower.workbench.bench import relay_input, workbench_hooks
+from flower.workbench.bench import Placement, relay_input, workbench_hooks
 from flower.workbench.spill import spill_guard
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class WorkbenchLayer(Layer):
     fresh on writes, and the relay line on every Agent prompt."""
 
     workbench: Workbench
-    placement: Any = "user"
+    placement: Placement = "user"
 
     def part(self, spec: AgentSpec) -> Part:
         wb = self.workbench
