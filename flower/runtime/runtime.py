@@ -282,5 +282,6 @@ def rewrite_policies(store: Any) -> dict[str, Any]:
         "trim": {"keep_recent": trim.keep_recent, "min_chars": trim.min_chars} if trim else None,
         "ephemeral": {"keep_recent": ephemeral.keep_recent} if ephemeral else None,
         "keep_denials": getattr(store, "keep_denials", 1),
+        "stages": list(getattr(store, "stages", ())),
     }
 
