@@ -201,6 +201,8 @@ class Preview:
     main: TranscriptPreview
     subagents: tuple[TranscriptPreview, ...]
     pricing: Pricing
+    stages: tuple[str, ...] = ()
+    """The rewrite stages the next resume runs, in order."""
 
     @property
     def chars_saved(self) -> int:
@@ -251,7 +253,20 @@ def build_preview(
         for agent, entries in (sub_entries_by_agent or {}).items()
     )
     main = preview_transcript("main", main_entries, max_lines=max_lines, policies=policies)
-    return Preview(session_id, main, subs, pricing)
+    return Preview(session_id, main, subs, pricing, stages=rewrite_stages(policies))
+
+
+def rewrite_stages(policies: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The names of the rewrite stages a resume under `policies` runs, in order (the stores' registry)."""
+    from flower.stores.stages import RewriteOptions, stage_names
+    from flower.stores.trim import EphemeralPolicy
+
+    options = rewrite_options(policies)
+    if not options:  # the runtime's defaults
+        return tuple(stage_names(RewriteOptions(ephemeral=EphemeralPolicy())))
+    return tuple(stage_names(RewriteOptions(
+        ephemeral=options["ephemeral"] or None, trim=options["trim"] or None,
+        keep_denials=options["keep_denials"])))
 
 
 def _transcript_json(part: TranscriptPreview) -> dict[str, Any]:
@@ -274,6 +289,7 @@ def preview_json(preview: Preview) -> dict[str, Any]:
     be = preview.break_even_requests
     return {
         "session_id": preview.session_id,
+        "stages": list(preview.stages),
         "main": _transcript_json(preview.main),
         "subagents": [_transcript_json(part) for part in preview.subagents],
         "chars_saved": preview.chars_saved,

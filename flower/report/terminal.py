@@ -143,6 +143,8 @@ _DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green")
 
 
 def print_preview(console: Console, preview: Preview) -> None:
+    if preview.stages:
+        console.print(Text(f"rewrites: {', '.join(preview.stages)}", style="dim"))
     for part in (preview.main, *preview.subagents):
         if not part.changed:
             continue

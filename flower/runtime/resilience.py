@@ -23,10 +23,11 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 import anyio
+from claude_agent_sdk.types import HookCallback, HookContext, HookInput, HookJSONOutput
 
 from flower import texts
 from flower.errors import ConfigError
@@ -189,11 +190,11 @@ def worker_cut_off(text: object) -> bool:
     return isinstance(text, str) and _CUT_OFF.match(text.lstrip()) is not None
 
 
-def redispatch_hook() -> Any:
+def redispatch_hook() -> HookCallback:
     """PostToolUseFailure callback for Agent: when a worker was cut off by an API failure, tell the thread
     that dispatched it (coordinator or lead) that the work is not done and to dispatch it again."""
 
-    async def _redispatch(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def _redispatch(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         error = input_data.get("error")
         if not worker_cut_off(error):
             return {}

@@ -46,20 +46,10 @@ from flower.stores.prune import (
     find_interrupted,
     heal_orphans,
     neutralise_interrupts,
-    plan_api_errors,
-    plan_denials,
-    plan_interrupts,
-    plan_orphans,
     prune_denials,
 )
-from flower.stores.trim import (
-    EphemeralPolicy,
-    TrimPolicy,
-    expire_ephemeral,
-    plan_expiry,
-    plan_trim,
-    trim_results,
-)
+from flower.stores.stages import RewriteOptions, Transcript, active_stages, stage_names
+from flower.stores.trim import EphemeralPolicy, TrimPolicy, expire_ephemeral, trim_results
 
 __all__ = [
     "EphemeralPolicy",
@@ -122,31 +112,21 @@ def rewrite(
         raise ConfigError("trimming needs a workspace: spill files go to <workspace>/.flower/spill/")
     # Stored data is never trusted: a stage that trips over a shape it does not know is skipped as a whole
     # (its edits undone) and named in the report; the other stages still run (issue #16 item 11).
+    options = RewriteOptions(ephemeral_policy, trim_policy, keep_denials,
+                             Path(workspace) if workspace is not None else None)
     plan = Plan()
     try:
-        index = TranscriptIndex.build(entries)
-        interrupted = find_interrupted(entries)
+        transcript = Transcript(entries, TranscriptIndex.build(entries), find_interrupted(entries))
     except Exception as exc:  # noqa: BLE001 - stored data of any shape
         plan.note(_skipped("indexing", exc))
         return list(entries), RewriteReport.of(len(entries), len(entries), plan.details)
-    stages: list[tuple[str, Callable[[], None]]] = []
-    if ephemeral_policy is not None:
-        stages.append(("expiry", lambda: plan_expiry(entries, index, plan, ephemeral_policy, interrupted)))
-    if trim_policy is not None:
-        where = Path(cast(str, workspace))
-        stages.append(("trim", lambda: plan_trim(entries, index, plan, trim_policy, where, interrupted)))
-    if keep_denials is not None:
-        stages.append(("denials", lambda: plan_denials(entries, index, plan, keep_denials)))
-    stages.append(("api errors", lambda: plan_api_errors(entries, plan)))
-    stages.append(("interrupts", lambda: plan_interrupts(entries, plan, interrupted)))
-    stages.append(("orphans", lambda: plan_orphans(entries, index, plan)))
-    for name, stage in stages:
+    for stage in active_stages(options):
         saved = plan.snapshot()
         try:
-            stage()
+            stage.plan(transcript, plan, options)
         except Exception as exc:  # noqa: BLE001 - stored data of any shape
             plan.restore(saved)
-            plan.note(_skipped(name, exc))
+            plan.note(_skipped(stage.name, exc))
     try:
         out = apply(entries, plan)
     except Exception as exc:  # noqa: BLE001 - stored data of any shape
@@ -231,6 +211,12 @@ class RewritingSessionStore(SessionStore):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base!r}, trim={self.trim_policy is not None})"
+
+    @property
+    def stages(self) -> list[str]:
+        """The names of the rewrite stages this store's `load()` runs, in order."""
+        return stage_names(RewriteOptions(self.ephemeral_policy, self.trim_policy, self.keep_denials,
+                                          self.workspace))
 
     def rewrite(self, entries: list[Entry]) -> tuple[list[Entry], RewriteReport]:
         """This store's rewrite of `entries` (what `load()` would return for them), without storing anything."""

@@ -1,0 +1,50 @@
+"""A step's running totals over its sessions: cost, turns, errors, handoffs, retries, tool failures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flower.agent.events import Event
+from flower.runtime.outcome import Outcome
+
+__all__ = ["Tally"]
+
+_SAMPLES = 5
+
+
+@dataclass
+class Tally:
+    """What a step adds up across its sessions, for its `StepResult`."""
+
+    cost: float = 0.0
+    turns: int = 0
+    errors: list[str] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
+    handoffs: list[str] = field(default_factory=list)
+    refreshes: int = 0
+    next_refresh: int = 0
+    """Main-thread context at which the next refresh check may say yes (RefreshPolicy.next_check)."""
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    attempts: int = 0
+    tool_errors: int = 0
+    tool_error_samples: list[str] = field(default_factory=list)
+    calls: dict[str, str] = field(default_factory=dict)
+
+    def add(self, outcome: Outcome) -> None:
+        self.attempts += 1
+        self.cost += outcome.cost
+        self.turns += outcome.turns
+        if outcome.error:
+            self.errors.append(outcome.error)
+        self.errors.extend(outcome.worker_errors)
+
+    def observe(self, event: Event) -> None:
+        """Count failed tool calls (main thread and subagents), keeping the last few for the result."""
+        if event.kind == "tool_call":
+            self.calls[str(event.payload.get("id"))] = event.tool or "?"
+        elif event.kind == "tool_result" and event.payload.get("is_error"):
+            self.tool_errors += 1
+            tool = self.calls.get(str(event.payload.get("id")), "tool")
+            first = next((line.strip() for line in event.text.splitlines() if line.strip()), "")
+            self.tool_error_samples = [*self.tool_error_samples[-(_SAMPLES - 1):], f"{tool}: {first[:200]}"]
