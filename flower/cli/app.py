@@ -93,7 +93,7 @@ class FlowerGroup(click.Group):
             raise UserError(_os_message(exc)) from None
 
 
-@click.group(cls=FlowerGroup, commands=COMMANDS)
+@click.group("flower", cls=FlowerGroup, commands=COMMANDS)
 @click.version_option(package_name="flower-runtime")
 @click.pass_context
 def cli(ctx: click.Context) -> None:

@@ -52,6 +52,18 @@ def _call_factory(factory: Any, source: str) -> Any:
         raise ConfigError(f"{source}() failed: {type(exc).__name__}: {first}") from None
 
 
+def _flagged(value: Any, source: str, *, model: str | None, budget: float | None) -> Any:
+    """The target (a factory called first) under --model and --budget; anything else as it is, for
+    `as_workflow` to refuse in one line."""
+    from flower.agent.spec import AgentSpec
+    from flower.cli.targets import target_with_flags
+    from flower.flow.workflow import Workflow
+
+    if not isinstance(value, (AgentSpec, Workflow)) and callable(value):
+        value = _call_factory(value, source)
+    return target_with_flags(value, model=model, budget=budget) if isinstance(value, (AgentSpec, Workflow)) else value
+
+
 def _session_store(store: str | None) -> Any:
     from flower.report.rundata import open_store
 
@@ -169,26 +181,21 @@ def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: st
     spec names its own model keeps it, and a spec's own lower cap stays.
     """
     from flower.agent.spec import AgentSpec
-    from flower.cli.targets import spec_with_flags, workflow_with_flags
-    from flower.flow.workflow import Workflow, as_workflow
+    from flower.flow.workflow import as_workflow
 
     value, canonical = resolve_target(target)
     source = canonical or target
-    if not isinstance(value, (AgentSpec, Workflow)) and callable(value):
-        value = _call_factory(value, source)
-    if isinstance(value, AgentSpec):
-        value = spec_with_flags(value, model=model, budget=budget)
-        if resume:
-            again = f"flower run {shlex.quote(target)} -w {shlex.quote(workspace)} -r {shlex.quote(run_dir)} -p 'continue'"
-            execute(value, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
-                    otlp=otlp, as_json=as_json, again=again)
-            return
+    value = _flagged(value, source, model=model, budget=budget)
+    if isinstance(value, AgentSpec) and resume:
+        again = f"flower run {shlex.quote(target)} -w {shlex.quote(workspace)} -r {shlex.quote(run_dir)} -p 'continue'"
+        execute(value, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
+                otlp=otlp, as_json=as_json, again=again)
+        return
     text = read_prompt(prompt) if isinstance(value, AgentSpec) else None
     workflow = as_workflow(value, source, prompt=text)
     if resume:
         raise ConfigError("--resume SESSION continues an AgentSpec's session; to continue a workflow run use "
                           "flower resume RUN")
-    workflow = workflow_with_flags(workflow, model=model, budget=budget) if isinstance(value, Workflow) else workflow
     check_credentials(os.environ)
     runtime = _runtime(workspace, run_dir, store)
     ctx = _drive(workflow, runtime, store=store, run_id=None, new=new, verbose=verbose, as_json=as_json, otlp=otlp)
@@ -258,8 +265,13 @@ def runs(run_dir: str, store: str | None, as_json: bool) -> None:
 @click.argument("run_id", metavar="RUN")
 @options.run_dir()
 @options.store()
+@options.model(help="As for `flower run` (not recorded with the run: give it again).")
+@options.budget(help="As for `flower run` (not recorded with the run: give it again).")
+@options.json_output(help="Print the events as JSON lines, then each step's whole result.")
+@options.otlp()
 @options.verbose()
-def resume(run_id: str, run_dir: str, store: str | None, verbose: bool) -> None:
+def resume(run_id: str, run_dir: str, store: str | None, model: str | None, budget: float | None, as_json: bool,
+           otlp: str | None, verbose: bool) -> None:
     """Continue an unfinished run: finished steps are replayed, the step in flight resumes its session."""
     from flower.flow.durable import load_source
     from flower.flow.runs import run_meta
@@ -274,14 +286,15 @@ def resume(run_id: str, run_dir: str, store: str | None, verbose: bool) -> None:
                            f" -r {run_dir}"))
     if not meta.get("source"):
         raise FlowError(f"run {run_id} was started from Python, not from a file: run that program again")
-    workflow = as_workflow(load_source(str(meta["source"])), str(meta["source"]),
-                           prompt=(meta.get("context") or {}).get("prompt"))
+    value = _flagged(load_source(str(meta["source"])), str(meta["source"]), model=model, budget=budget)
+    workflow = as_workflow(value, str(meta["source"]), prompt=(meta.get("context") or {}).get("prompt"))
     if not Path(str(meta.get("workspace"))).is_dir():
         raise FlowError(f"run {run_id}: its workspace {meta.get('workspace')} is gone")
     check_credentials(os.environ)
     runtime = _runtime(str(meta["workspace"]), run_dir, store, run_id=run_id)
-    ctx = _drive(workflow, runtime, store=store, run_id=run_id, new=False, verbose=verbose)
-    _finish(ctx, runtime, workflow)
+    ctx = _drive(workflow, runtime, store=store, run_id=run_id, new=False, verbose=verbose, as_json=as_json,
+                 otlp=otlp)
+    _finish(ctx, runtime, workflow, as_json=as_json)
 
 
 @click.command(short_help="Cancel an unfinished workflow run.")

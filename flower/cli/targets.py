@@ -18,7 +18,7 @@ from flower.agent.spec import AgentSpec
 from flower.flow.step import Parallel, Step
 from flower.flow.workflow import Workflow
 
-__all__ = ["spec_with_flags", "workflow_with_flags"]
+__all__ = ["spec_with_flags", "target_with_flags", "workflow_with_flags"]
 
 
 def _cap(own: float | None, budget: float | None) -> float | None:
@@ -55,3 +55,10 @@ def workflow_with_flags(workflow: Workflow, *, model: str | None, budget: float 
         else:
             steps.append(_step(item, model, budget))
     return dataclasses.replace(workflow, steps=steps)
+
+
+def target_with_flags(value: AgentSpec | Workflow, *, model: str | None, budget: float | None) -> AgentSpec | Workflow:
+    """An AgentSpec or a Workflow under the flags, each with its own meaning of `--model`."""
+    if isinstance(value, AgentSpec):
+        return spec_with_flags(value, model=model, budget=budget)
+    return workflow_with_flags(value, model=model, budget=budget)
