@@ -25,7 +25,7 @@ import json
 import os
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -34,6 +34,11 @@ from flower.agent.events import Event
 from flower.cli import options
 from flower.cli.launch import check_credentials, cli_env, event_json, execute, read_prompt, resolve_target
 from flower.errors import ConfigError, FlowError, FlowerError
+
+if TYPE_CHECKING:
+    from flower.flow.workflow import Context, Workflow
+    from flower.runtime.runtime import Runtime
+    from flower.runtime.steps import StepResult
 
 __all__ = ["cancel", "once", "resume", "run", "runs", "worker"]
 
@@ -80,12 +85,12 @@ def _print_json(event: Event) -> None:
     click.echo(event_json(event))
 
 
-def _results(ctx: Any) -> list[Any]:
+def _results(ctx: Context) -> list[StepResult]:
     return [one for result in ctx.results.values() for one in (result if isinstance(result, list) else [result])]
 
 
-def _drive(workflow: Any, runtime: Any, *, store: str | None, run_id: str | None, new: bool, verbose: bool,
-           as_json: bool = False, otlp: str | None = None) -> Any:
+def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: str | None, new: bool,
+           verbose: bool, as_json: bool = False, otlp: str | None = None) -> Context:
     from flower.cli.launch import _summary
     from flower.cli.live import LiveView
     from flower.cli.otel import otlp_tracing
@@ -103,7 +108,7 @@ def _drive(workflow: Any, runtime: Any, *, store: str | None, run_id: str | None
                 _print_notice(event)
                 view.update(event)
 
-        async def main() -> Any:
+        async def main() -> Context:
             return await workflow.run(runtime, on_event=on_event, new=new, store=store, run_id=run_id,
                                       verbose=verbose)
 
@@ -131,7 +136,7 @@ def _drive(workflow: Any, runtime: Any, *, store: str | None, run_id: str | None
     return ctx
 
 
-def _finish(ctx: Any, runtime: Any, workflow: Any, *, as_json: bool = False) -> None:
+def _finish(ctx: Context, runtime: Runtime, workflow: Workflow, *, as_json: bool = False) -> None:
     cost = sum(r.cost_usd for r in _results(ctx))
     done = len(ctx.results)
     state = f"failed at {ctx.failed_at}" if ctx.failed_at else "finished"
@@ -147,7 +152,7 @@ def _finish(ctx: Any, runtime: Any, workflow: Any, *, as_json: bool = False) -> 
         raise FlowError(f"run {runtime.run_id} failed at step {ctx.failed_at}: {why}")
 
 
-def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None = None) -> Any:
+def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None = None) -> Runtime:
     from flower.runtime.runtime import Runtime
 
     return Runtime(workspace, run_dir=run_dir, store=_session_store(store), env=cli_env(), run_id=run_id)
