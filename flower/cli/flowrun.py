@@ -33,7 +33,7 @@ from rich.console import Console
 from flower.agent.events import Event
 from flower.cli import options
 from flower.cli.launch import check_credentials, cli_env, event_json, execute, read_prompt, resolve_target
-from flower.errors import ConfigError, FlowError, FlowerError
+from flower.errors import ConfigError, FlowerError, FlowError
 
 if TYPE_CHECKING:
     from flower.flow.workflow import Context, Workflow
@@ -335,7 +335,6 @@ def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> 
 
     async def main() -> None:
         import signal
-
         import socket
 
         name = executor_id or f"worker-{socket.gethostname()}"
