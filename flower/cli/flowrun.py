@@ -1,6 +1,7 @@
-"""`flower run` for workflows, `flower runs`, `resume`, `cancel` and `worker` (L-6, L-7, B-13).
+"""`flower run` and `flower once` (agents and workflows), `flower runs`, `resume`, `cancel` and `worker`.
 
     flower run FILE.py:ATTR        a Workflow (or a callable returning one), or an AgentSpec (one step)
+    flower once PROMPT             an ad-hoc, non-delegating agent
     flower runs                    the runs of a run dir (or store): state, steps done / total, cost
     flower resume RUN              continue an unfinished run
     flower cancel RUN              stop a run for good (its finished steps stay recorded)
@@ -10,39 +11,55 @@ Invariants:
 - Running the same target again in the same workspace and run dir continues its unfinished run; `--new`
   starts a fresh one. Notices (continuing, a run of another workspace) go to stderr, one line each.
 - An AgentSpec with `--resume SESSION` is a plain session resume (`flower.cli.launch.execute`), not a run.
+- `--json` prints every event as one JSON line on stdout, then a summary line per step carrying its whole
+  result (the final text never cut), then one line for the run; nothing else goes to stdout.
 - Ctrl-C twice or SIGTERM/SIGHUP leave the run unfinished; the command to continue it is printed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import os
+import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
-from flower.cli.launch import check_credentials, execute, read_prompt, resolve_target, runtime_config
 from flower.agent.events import Event
+from flower.cli import options
+from flower.cli.launch import check_credentials, event_json, execute, read_prompt, resolve_target, runtime_config
 from flower.errors import ConfigError, FlowError, FlowerError
 from flower.util.loader import call
 
-__all__ = ["cancel", "resume", "run", "runs", "worker"]
+if TYPE_CHECKING:
+    from flower.flow.workflow import Context, Workflow
+    from flower.runtime.runtime import Runtime
+    from flower.runtime.steps import StepResult
 
-_workspace = click.option("--workspace", "-w", default=".", show_default=True, type=click.Path(file_okay=False),
-                          help="The agents' working directory.")
-_run_dir = click.option("--run-dir", "-r", default="runs", show_default=True, type=click.Path(file_okay=False),
-                        help="Where the manifest, sessions.db and dbos.sqlite (the runs' state) live.")
-_store = click.option("--store", envvar="FLOWER_STORE", default=None, metavar="DSN|PATH",
-                      help="Session store; a postgresql:// DSN also holds the runs' state, shared by a fleet "
-                      "(env FLOWER_STORE).")
-_verbose = click.option("--verbose", "-v", is_flag=True, help="Show DBOS's own log lines.")
+__all__ = ["cancel", "once", "resume", "run", "runs", "worker"]
+
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto")
 
 
 def _call_factory(factory: Any, source: str) -> Any:
     return call(factory, source, "a Workflow, an AgentSpec")
+
+
+def _flagged(value: Any, source: str, *, model: str | None, budget: float | None) -> Any:
+    """The target (a factory called first) under --model and --budget; anything else as it is, for
+    `as_workflow` to refuse in one line."""
+    from flower.agent.spec import AgentSpec
+    from flower.cli.targets import target_with_flags
+    from flower.flow.workflow import Workflow
+
+    if not isinstance(value, (AgentSpec, Workflow)) and callable(value):
+        value = _call_factory(value, source)
+    return target_with_flags(value, model=model, budget=budget) if isinstance(value, (AgentSpec, Workflow)) else value
 
 
 def _session_store(store: str | None) -> Any:
@@ -56,48 +73,71 @@ def _print_notice(event: Event) -> None:
         click.echo(f"flower: {event.text}", err=True)
 
 
-def _drive(workflow: Any, runtime: Any, *, store: str | None, run_id: str | None, new: bool, verbose: bool) -> Any:
-    from flower.cli.live import LiveView
+def _print_json(event: Event) -> None:
+    _print_notice(event)
+    click.echo(event_json(event))
+
+
+def _results(ctx: Context) -> list[StepResult]:
+    return [one for result in ctx.results.values() for one in (result if isinstance(result, list) else [result])]
+
+
+def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: str | None, new: bool,
+           verbose: bool, as_json: bool = False, otlp: str | None = None) -> Context:
     from flower.cli.launch import _summary
+    from flower.cli.live import LiveView
+    from flower.cli.otel import otlp_tracing
     from flower.flow.signals import guard
 
     threshold = runtime.threshold(workflow.steps[0].spec) if hasattr(workflow.steps[0], "spec") else None
     ctx = None
-    with LiveView(threshold=threshold, console=Console(highlight=False)) as view:
+    with contextlib.ExitStack() as stack:
+        if as_json:
+            on_event = _print_json
+        else:
+            view = stack.enter_context(LiveView(threshold=threshold, console=Console(highlight=False)))
 
-        def on_event(event: Event) -> None:
-            _print_notice(event)
-            view.update(event)
+            def on_event(event: Event) -> None:
+                _print_notice(event)
+                view.update(event)
 
-        async def main() -> Any:
+        async def main() -> Context:
             return await workflow.run(runtime, on_event=on_event, new=new, store=store, run_id=run_id,
                                       verbose=verbose)
 
-        with guard():
-            try:
+        stack.enter_context(guard())
+        try:
+            with otlp_tracing(otlp, runtime.run_id, workflow.name):  # flushed also when the run fails
                 ctx = asyncio.run(main())
-            except KeyboardInterrupt:
-                ctx = None
-            finally:
-                from flower.flow import engine
+        except KeyboardInterrupt:
+            ctx = None
+        finally:
+            from flower.flow import engine
 
-                if engine.current() is not None:
-                    engine.destroy()
+            if engine.current() is not None:
+                engine.destroy()
     if ctx is None:
         hint = f"flower resume {runtime.run_id} -r {runtime.run_dir}" + (" --store ..." if store else "")
         click.echo(f"flower: stopped; the run is kept. Continue it with: {hint}", err=True)
         raise SystemExit(130)
-    for result in ctx.results.values():
-        for one in result if isinstance(result, list) else [result]:
+    for one in _results(ctx):
+        if as_json:
+            summary = {"kind": "summary", "run_dir": str(runtime.run_dir), **dataclasses.asdict(one)}
+            click.echo(json.dumps(summary, default=str, ensure_ascii=False))
+        else:
             click.echo(_summary(one, threshold, runtime.run_dir))
     return ctx
 
 
-def _finish(ctx: Any, runtime: Any, workflow: Any) -> None:
-    cost = sum(r.cost_usd for v in ctx.results.values() for r in (v if isinstance(v, list) else [v]))
+def _finish(ctx: Context, runtime: Runtime, workflow: Workflow, *, as_json: bool = False) -> None:
+    cost = sum(r.cost_usd for r in _results(ctx))
     done = len(ctx.results)
-    if len(workflow.steps) > 1 or ctx.failed_at:
-        state = f"failed at {ctx.failed_at}" if ctx.failed_at else "finished"
+    state = f"failed at {ctx.failed_at}" if ctx.failed_at else "finished"
+    if as_json:
+        click.echo(json.dumps({"kind": "run", "run_id": runtime.run_id, "workflow": workflow.name,
+                               "state": "failed" if ctx.failed_at else "finished", "failed_at": ctx.failed_at,
+                               "steps": done, "total": workflow.total, "cost_usd": round(cost, 6)}))
+    elif len(workflow.steps) > 1 or ctx.failed_at:
         click.echo(f"run {runtime.run_id}: {state}, {done}/{workflow.total} steps, ${cost:.4f}", err=True)
     if ctx.failed_at:
         result = ctx.results.get(ctx.failed_at)
@@ -105,7 +145,7 @@ def _finish(ctx: Any, runtime: Any, workflow: Any) -> None:
         raise FlowError(f"run {runtime.run_id} failed at step {ctx.failed_at}: {why}")
 
 
-def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None = None) -> Any:
+def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None = None) -> Runtime:
     from dataclasses import replace
 
     from flower.runtime.runtime import Runtime
@@ -114,27 +154,43 @@ def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None
     return Runtime(workspace, config=config, store=_session_store(store), run_id=run_id)
 
 
-@click.command()
-@click.argument("target", metavar="FILE.py:ATTR|module:attr")
-@_workspace
-@_run_dir
+
+
+@click.command(short_help="Run a Workflow or an AgentSpec with live progress.")
+@click.argument("target", metavar="TARGET")
+@options.workspace()
+@options.run_dir()
 @click.option("--prompt", "-p", default=None, help="The task of an AgentSpec; read from stdin when absent ('-').")
-@_store
+@options.store()
+@options.model(help="Model id or alias: the AgentSpec's, or of each workflow step that names none.")
+@options.budget(help="Spend cap in dollars of each query: the spec's max_budget_usd, or a lower one.")
+@options.json_output(help="Print the events as JSON lines, then each step's whole result.")
+@options.otlp()
 @click.option("--resume", default=None, metavar="SESSION", help="AgentSpec only: continue this session.")
 @click.option("--new", is_flag=True, help="Start a fresh run even if this workflow has an unfinished one here.")
-@_verbose
-def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: str | None, resume: str | None,
-        new: bool, verbose: bool) -> None:
-    """Run a Workflow or an AgentSpec (or a callable returning one); an unfinished run here continues."""
+@options.verbose()
+def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: str | None, model: str | None,
+        budget: float | None, as_json: bool, otlp: str | None, resume: str | None, new: bool,
+        verbose: bool) -> None:
+    """Run a Workflow or an AgentSpec (or a callable returning one) with live progress.
+
+    TARGET is FILE.py:ATTR or module:attr. An AgentSpec runs as a one-step workflow on the prompt. Running
+    the same target again in the same workspace and run dir continues its unfinished run (--new starts a
+    fresh one).
+
+    --model and --budget apply to an AgentSpec and to every step of a Workflow, except that a step whose
+    spec names its own model keeps it, and a spec's own lower cap stays.
+    """
     from flower.agent.spec import AgentSpec
-    from flower.flow.workflow import Workflow, as_workflow
+    from flower.flow.workflow import as_workflow
 
     value, canonical = resolve_target(target)
     source = canonical or target
-    if not isinstance(value, (AgentSpec, Workflow)) and callable(value):
-        value = _call_factory(value, source)
+    value = _flagged(value, source, model=model, budget=budget)
     if isinstance(value, AgentSpec) and resume:
-        execute(value, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume)
+        again = f"flower run {shlex.quote(target)} -w {shlex.quote(workspace)} -r {shlex.quote(run_dir)} -p 'continue'"
+        execute(value, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
+                otlp=otlp, as_json=as_json, again=again)
         return
     text = read_prompt(prompt) if isinstance(value, AgentSpec) else None
     workflow = as_workflow(value, source, prompt=text)
@@ -143,14 +199,46 @@ def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: st
                           "flower resume RUN")
     check_credentials(os.environ)
     runtime = _runtime(workspace, run_dir, store)
-    ctx = _drive(workflow, runtime, store=store, run_id=None, new=new, verbose=verbose)
-    _finish(ctx, runtime, workflow)
+    ctx = _drive(workflow, runtime, store=store, run_id=None, new=new, verbose=verbose, as_json=as_json, otlp=otlp)
+    _finish(ctx, runtime, workflow, as_json=as_json)
 
 
-@click.command()
-@_run_dir
-@_store
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.command(short_help="Run one ad-hoc, non-delegating agent.")
+@click.argument("prompt")
+@click.option("--tools", "-t", default="Read,Glob,Grep", show_default=True, metavar="LIST",
+              help="Comma list of allowed tools.")
+@click.option("--instructions", "-i", default="", metavar="TEXT", help="Appended to the system prompt.")
+@click.option("--permission-mode", type=click.Choice(PERMISSION_MODES), default=None, metavar="MODE",
+              help=f"The CLI's permission mode: {', '.join(PERMISSION_MODES)}.")
+@options.budget(help="Spend cap in dollars of the query (max_budget_usd).")
+@click.option("--resume", default=None, metavar="SESSION", help="Continue this session.")
+@options.workspace()
+@options.run_dir()
+@options.store()
+@options.model(help="Model id or alias (default: the CLI's choice).")
+@options.json_output(help="Print the events as JSON lines, then the step's whole result.")
+@options.otlp()
+def once(prompt: str, tools: str, instructions: str, permission_mode: str | None, budget: float | None,
+         resume: str | None, workspace: str, run_dir: str, store: str | None, model: str | None = None,
+         as_json: bool = False, otlp: str | None = None) -> None:
+    """Run one ad-hoc agent on PROMPT ('-' reads stdin) that does the work itself, walled to its --tools."""
+    from flower.agent.spec import AgentSpec
+
+    allowed = [name.strip() for name in tools.split(",") if name.strip()]
+    if not allowed:
+        raise ConfigError("--tools needs at least one tool name")
+    spec = AgentSpec(name="once", instructions=instructions, allowed_tools=allowed,
+                     permission_mode=permission_mode,  # type: ignore[arg-type]  # click.Choice checked it
+                     max_budget_usd=budget, model=model)
+    again = f"flower once 'continue' -t {shlex.quote(tools)} -w {shlex.quote(workspace)} -r {shlex.quote(run_dir)}"
+    execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
+            otlp=otlp, as_json=as_json, again=again)
+
+
+@click.command(short_help="The workflow runs of a run dir (or store).")
+@options.run_dir()
+@options.store()
+@options.json_output(help="Print JSON instead of a table.")
 def runs(run_dir: str, store: str | None, as_json: bool) -> None:
     """The workflow runs of a run dir (or store): state, steps done / total, cost."""
     from flower.flow.runs import list_runs
@@ -174,12 +262,17 @@ def runs(run_dir: str, store: str | None, as_json: bool) -> None:
     Console(highlight=False, width=200).print(table)
 
 
-@click.command()
+@click.command(short_help="Continue an unfinished workflow run.")
 @click.argument("run_id", metavar="RUN")
-@_run_dir
-@_store
-@_verbose
-def resume(run_id: str, run_dir: str, store: str | None, verbose: bool) -> None:
+@options.run_dir()
+@options.store()
+@options.model(help="As for `flower run` (not recorded with the run: give it again).")
+@options.budget(help="As for `flower run` (not recorded with the run: give it again).")
+@options.json_output(help="Print the events as JSON lines, then each step's whole result.")
+@options.otlp()
+@options.verbose()
+def resume(run_id: str, run_dir: str, store: str | None, model: str | None, budget: float | None, as_json: bool,
+           otlp: str | None, verbose: bool) -> None:
     """Continue an unfinished run: finished steps are replayed, the step in flight resumes its session."""
     from flower.flow.durable import load_source
     from flower.flow.runs import run_meta
@@ -194,20 +287,21 @@ def resume(run_id: str, run_dir: str, store: str | None, verbose: bool) -> None:
                            f" -r {run_dir}"))
     if not meta.get("source"):
         raise FlowError(f"run {run_id} was started from Python, not from a file: run that program again")
-    workflow = as_workflow(load_source(str(meta["source"])), str(meta["source"]),
-                           prompt=(meta.get("context") or {}).get("prompt"))
+    value = _flagged(load_source(str(meta["source"])), str(meta["source"]), model=model, budget=budget)
+    workflow = as_workflow(value, str(meta["source"]), prompt=(meta.get("context") or {}).get("prompt"))
     if not Path(str(meta.get("workspace"))).is_dir():
         raise FlowError(f"run {run_id}: its workspace {meta.get('workspace')} is gone")
     check_credentials(os.environ)
     runtime = _runtime(str(meta["workspace"]), run_dir, store, run_id=run_id)
-    ctx = _drive(workflow, runtime, store=store, run_id=run_id, new=False, verbose=verbose)
-    _finish(ctx, runtime, workflow)
+    ctx = _drive(workflow, runtime, store=store, run_id=run_id, new=False, verbose=verbose, as_json=as_json,
+                 otlp=otlp)
+    _finish(ctx, runtime, workflow, as_json=as_json)
 
 
-@click.command()
+@click.command(short_help="Cancel an unfinished workflow run.")
 @click.argument("run_id", metavar="RUN")
-@_run_dir
-@_store
+@options.run_dir()
+@options.store()
 def cancel(run_id: str, run_dir: str, store: str | None) -> None:
     """Cancel an unfinished run (and its queued parallel steps); its record stays."""
     from flower.flow.runs import cancel_run
@@ -216,14 +310,13 @@ def cancel(run_id: str, run_dir: str, store: str | None) -> None:
     click.echo(f"cancelled run {run_id} (it was {was.lower()})")
 
 
-@click.command()
-@click.option("--store", envvar="FLOWER_STORE", required=True, metavar="DSN",
-              help="The fleet's PostgreSQL (sessions and runs' state; env FLOWER_STORE).")
-@_run_dir
+@click.command(short_help="Take queued parallel steps of a fleet's runs.")
+@options.store(required=True, metavar="DSN", help="The fleet's PostgreSQL (sessions and the runs' state).")
+@options.run_dir()
 @click.option("--id", "executor_id", default=None, metavar="NAME",
               help="This worker's name (default worker-HOSTNAME); restarting under the same name puts the steps "
               "it was running when it died back in the queue.")
-@_verbose
+@options.verbose()
 def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> None:
     """Take queued parallel steps of any run on the fleet's PostgreSQL until stopped (Ctrl-C, SIGTERM)."""
     from flower.flow import durable, engine
@@ -237,7 +330,6 @@ def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> 
 
     async def main() -> None:
         import signal
-
         import socket
 
         name = executor_id or f"worker-{socket.gethostname()}"

@@ -34,6 +34,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from flower.cli import options
 from flower.cli.launch import check_credentials, event_json, runtime_config
 from flower.util.confined import read_note, replace_text
 from flower.agent.events import Event
@@ -184,26 +185,26 @@ class _Screen:
             self.say(f". {qid} skipped")
 
 
-@click.command()
+@click.command(short_help="From a one-line request to a judged result.")
 @click.argument("request", nargs=-1)
-@click.option("--workspace", "-w", default=".", show_default=True, help="The project the agents work in.")
-@click.option("--run-dir", "-r", default=None, help="The run's state (default: WORKSPACE/runs).")
+@options.workspace(help="The project the agents work in.")
+@options.run_dir(default=None, help="The run's state (default: WORKSPACE/runs).")
 @click.option("--new", is_flag=True, help="Archive brief, goal and run state, and start over.")
 @click.option("--clarify-only", is_flag=True, help="Stop once the brief is confirmed.")
 @click.option("--no-goal", is_flag=True, help="Work without a goal and a judge.")
-@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True, metavar="N",
               help="Work rounds, each judged.")
-@click.option("--asks", type=click.IntRange(min=0), default=None,
+@click.option("--asks", type=click.IntRange(min=0), default=None, metavar="N",
               help="At most this many questions from the agents (default: no limit; 0: none).")
-@click.option("--timeout", type=float, default=1800.0, show_default=True,
+@click.option("--timeout", type=float, default=1800.0, show_default=True, metavar="SECONDS",
               help="Seconds a question waits for an answer; 0 = never wait (fully automatic).")
 @click.option("--isolate", is_flag=True, help="Each coder dispatch in its own git worktree (a git workspace).")
 @click.option("--judge-can-run", is_flag=True, help="Let the judge run commands to check the goal.")
-@click.option("--model", default=None, help="Model for the coordinator (workers inherit it).")
+@options.model(help="Model for the coordinator (workers inherit it).")
 @click.option("--window", default=None, metavar="TOKENS", help="Context window, e.g. 200000 or 200k.")
-@click.option("--budget", type=float, default=None, metavar="USD", help="Stop cleanly once the run costs this much.")
-@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON lines.")
-@click.option("--verbose", "-v", is_flag=True, help="Show DBOS's own log lines.")
+@options.budget(help="Stop cleanly once the run costs this many dollars (the run is kept).")
+@options.json_output(help="Print the events as JSON lines.")
+@options.verbose()
 def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool, clarify_only: bool,
        no_goal: bool, rounds: int, asks: int | None, timeout: float, isolate: bool, judge_can_run: bool,
        model: str | None, window: str | None, budget: float | None, as_json: bool, verbose: bool) -> None:
@@ -216,8 +217,6 @@ def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool,
     if not run_dir and not runs.resolve().is_relative_to(ws):
         _fail(f"{runs} leads out of the workspace (a symlink): the run's state stays inside it; "
               "remove it, or name a run dir with -r")
-    if budget is not None and budget <= 0:
-        _fail(f"--budget must be a positive number of dollars, not {budget}")
     if window is not None and (not re.fullmatch(r"\d+[kKmM]?", window.strip()) or window.strip()[0] == "0"):
         _fail(f"--window must be a token count like 200000 or 200k, not {window!r}")
     if not math.isfinite(timeout):

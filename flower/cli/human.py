@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from flower.cli import options
 from flower.errors import ConfigError
 from flower.human.mailbox import (
     MAILBOX_FILE,
@@ -33,11 +34,9 @@ __all__ = ["answer", "asks", "say"]
 BROADCAST = "*"
 _QID = re.compile(r"q\d+")
 
-store_option = click.option(
-    "--store", envvar="FLOWER_STORE", default=None, metavar="DSN",
-    help="The run's PostgreSQL store (postgresql://...); RUN is then its run id (env FLOWER_STORE).",
-)
-schema_option = click.option("--schema", default="flower", show_default=True,
+store_option = options.store(metavar="DSN", help="The run's PostgreSQL store (postgresql://...); RUN is then "
+                             "its run id.")
+schema_option = click.option("--schema", default="flower", show_default=True, metavar="NAME",
                              help="PostgreSQL schema of the store.")
 
 
@@ -70,11 +69,11 @@ def _age(at: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
-@click.command()
+@click.command(short_help="List the questions a run is waiting on.")
 @click.argument("run")
 @store_option
 @schema_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of lines.")
+@options.json_output(help="Print JSON instead of lines.")
 def asks(run: str, store: str | None, schema: str, as_json: bool) -> None:
     """List the questions a run is waiting on (RUN: run dir, or run id with --store)."""
     mailbox, key = _open(run, store, schema)
@@ -94,7 +93,7 @@ def asks(run: str, store: str | None, schema: str, as_json: bool) -> None:
         click.echo(f"{q.id}{run_name}  asked {_age(q.asked_at)} ago  {q.question}{options}")
 
 
-@click.command()
+@click.command(short_help="Answer a question a run is waiting on.")
 @click.argument("run")
 @click.argument("words", nargs=-1, required=True, metavar="[QID] TEXT")
 @click.option("--decline", is_flag=True, help="Skip the question instead; TEXT (optional) is the reason.")
@@ -120,7 +119,7 @@ def answer(run: str, words: tuple[str, ...], decline: bool, store: str | None, s
     click.echo(f"{'declined' if decline else 'answered'} {chosen.id}: {chosen.question}")
 
 
-@click.command()
+@click.command(short_help="Send a message to a running agent.")
 @click.argument("run")
 @click.argument("words", nargs=-1, required=True, metavar="TEXT")
 @store_option

@@ -64,10 +64,10 @@ def testing() -> None:
     """Offline tools: the scripted fake Messages API."""
 
 
-@testing.command()
+@testing.command(short_help="Serve a scripted model; print the environment to use it.")
 @click.argument("script_file", metavar="SCRIPT.py", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: any free one).")
-@click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--port", type=click.IntRange(0, 65535), default=0, metavar="PORT", help="Port on 127.0.0.1 (default: any free one).")
+@click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
               help="The CLI's config dir parent (default: a new temporary directory).")
 @click.option("--until-done", is_flag=True, help="Stop once every scripted step has been used.")
 def serve(script_file: Path, port: int, home: Path | None, until_done: bool) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner, Result
 
-from flower.cli.commands import cli
+from flower.cli import cli
 from flower.human.mailbox import SqliteMailbox, is_postgres_dsn, open_mailbox, pending_questions
 
 

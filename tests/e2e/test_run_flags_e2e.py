@@ -1,0 +1,142 @@
+"""`flower run TARGET --model M --json --budget B --otlp URL -p P` on an AgentSpec and on a Workflow, through
+the real CLI and SDK against the scripted API (issue #25): the model reaches the API request, the budget
+reaches the Claude Code CLI (it stops the query past it), the spans reach an OTLP/HTTP receiver on 127.0.0.1,
+and the JSON lines carry the complete final text."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from flower.cli import cli
+from flower.flow import engine
+from flower.testing import ScriptedAPI, Usage, text, tool_use
+
+pytestmark = [pytest.mark.e2e]
+
+MODEL = "claude-sonnet-4-5"
+PINNED = "claude-haiku-4-5"
+TARGETS = """\
+from flower import AgentSpec, Step, Workflow
+
+lead = AgentSpec(name="lead", instructions="You answer.", allowed_tools=["Read"])
+pinned = AgentSpec(name="pinned", instructions="You check.", allowed_tools=["Read"], model="%s")
+flow = Workflow([Step("draft", lead, "write the draft"), Step("check", pinned, "check it")], name="flow")
+""" % PINNED
+# Longer than any cut a terminal view makes, on many lines, with characters JSON escapes.
+LONG = "".join(f"line {n}: the whole answer, \"quoted\", tabbed\t, ünïcode ✓ and a backslash \\\n" for n in range(600))
+
+
+class Receiver:
+    """An OTLP/HTTP trace receiver on 127.0.0.1: the names of the spans it was sent."""
+
+    def __init__(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        self.spans: list[str] = []
+        spans = self.spans
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(self.rfile.read(int(self.headers.get("content-length") or 0)))
+                spans.extend(s.name for r in request.resource_spans for sc in r.scope_spans for s in sc.spans)
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    found = Receiver()
+    yield found
+    found.stop()
+
+
+@pytest.fixture(autouse=True)
+def fresh_engine() -> Iterator[None]:
+    yield
+    if engine.current() is not None:
+        engine.destroy()
+
+
+def flower_run(env: dict[str, str], tmp_path: Path, target: str, *flags: str) -> Result:
+    (tmp_path / "targets.py").write_text(TARGETS)
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    args = ["run", f"{tmp_path / 'targets.py'}:{target}", "-w", str(ws), "-r", str(tmp_path / "runs"), *flags]
+    return CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+
+
+def json_lines(result: Result) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in result.stdout.splitlines()]  # stdout holds JSON lines only
+
+
+def test_an_agent_spec_with_every_flag(scripted_api: ScriptedAPI, tmp_path: Path, receiver: Receiver) -> None:
+    scripted_api.script([text(LONG)])
+    env = scripted_api.cli_env(tmp_path / "home")
+    result = flower_run(env, tmp_path, "lead", "--model", MODEL, "--json", "--budget", "5", "--otlp", receiver.url,
+                        "-p", "answer at length")
+    assert result.exit_code == 0, result.output
+    lines = json_lines(result)
+    assert [r.body["model"] for r in scripted_api.requests] == [MODEL]
+    assert [e["text"] for e in lines if e["kind"] == "result"] == [LONG]
+    summary = [e for e in lines if e["kind"] == "summary"]
+    assert len(summary) == 1 and summary[0]["text"] == LONG and summary[0]["ok"] and summary[0]["step"] == "lead"
+    assert lines[-1]["kind"] == "run" and lines[-1]["state"] == "finished" and lines[-1]["steps"] == 1
+    assert {"run lead", "invoke_agent lead", f"chat {MODEL}"} <= set(receiver.spans), receiver.spans
+
+
+def test_a_workflow_with_every_flag(scripted_api: ScriptedAPI, tmp_path: Path, receiver: Receiver) -> None:
+    """On a Workflow, --model is the model of each step whose spec names none; the pinned step keeps its own."""
+    scripted_api.script([text(LONG), text("checked: " + LONG)])
+    env = scripted_api.cli_env(tmp_path / "home")
+    result = flower_run(env, tmp_path, "flow", "--model", MODEL, "--json", "--budget", "5", "--otlp", receiver.url,
+                        "-p", "unused by a workflow")
+    assert result.exit_code == 0, result.output
+    lines = json_lines(result)
+    assert [r.body["model"] for r in scripted_api.requests] == [MODEL, PINNED]
+    summaries = [(e["step"], e["text"]) for e in lines if e["kind"] == "summary"]
+    assert summaries == [("draft", LONG), ("check", "checked: " + LONG)]
+    assert [e["text"] for e in lines if e["kind"] == "result"] == [LONG, "checked: " + LONG]
+    assert lines[-1]["kind"] == "run" and (lines[-1]["state"], lines[-1]["steps"], lines[-1]["total"]) == (
+        "finished", 2, 2)
+    assert {"run flow", "invoke_agent lead", "invoke_agent pinned", f"chat {MODEL}", f"chat {PINNED}"} <= set(
+        receiver.spans), receiver.spans
+
+
+@pytest.mark.parametrize("target", ["lead", "flow"])
+def test_the_budget_reaches_the_claude_code_cli(scripted_api: ScriptedAPI, tmp_path: Path, receiver: Receiver,
+                                                target: str) -> None:
+    """Each reply costs $0.60 at the model's price: the CLI stops the query past --budget, for both targets,
+    and the spans of the failed run are still exported."""
+    scripted_api.handler = lambda request: tool_use("Read", {"file_path": "x"}, usage=Usage(input_tokens=200_000))
+    env = scripted_api.cli_env(tmp_path / "home")
+    result = flower_run(env, tmp_path, target, "--model", MODEL, "--json", "--budget", "0.25", "--otlp",
+                        receiver.url, "-p", "read forever")
+    assert result.exit_code == 1, result.output
+    assert "Reached maximum budget ($0.25)" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+    assert len(scripted_api.requests) <= 2 and {r.body["model"] for r in scripted_api.requests} == {MODEL}
+    first = next(e for e in json_lines(result) if e["kind"] == "summary")
+    assert first["step"] in ("lead", "draft") and not first["ok"] and "Reached maximum budget" in first["error"]
+    assert "invoke_agent lead" in receiver.spans
