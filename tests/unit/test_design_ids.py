@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 TREES = ("flower", "tests", "bench", "docs")
-TEXT_SUFFIXES = {".py", ".md", ".json", ".toml", ".txt", ".html", ".js", ".css", ".sh", ".cfg", ".yml", ".yaml"}
+TEXT_SUFFIXES = {".py", ".md", ".json", ".toml", ".txt", ".html", ".js", ".css", ".sh", ".cfg", ".yml"}
 DESIGN = ROOT / "docs" / "design.md"
 SDK_NOTES = ROOT / "docs" / "sdk-notes.md"
 
@@ -25,7 +25,8 @@ DEFINITION = re.compile(r"^- \*\*([PSLB]-\d+)\*\* (.+)$", re.MULTILINE)
 # Citations of documents outside the repository: the two fact files, the spec, the inventory of the
 # earlier implementation and its fact ids, section signs of those files, and the folder they live in.
 OUTSIDE = re.compile(
-    r"SDK-FACTS|DBOS-FACTS|INVENTORY|SPEC\.md|\bSPEC (?:§|[PSLB]-\d)|\bF-\d+\b|§\s?\d|§[A-Z]{1,2}\b|shared/design"
+    r"SDK-FACTS|DBOS-FACTS|INVENTORY|SPEC\.md|\bSPEC (?:§|[PSLB]-\d)|\bF-\d+\b"
+    r"|§\s?\d|§[A-Z]{1,2}\b|shared/design"
 )
 SDK_ANCHORS = re.compile(r"sdk-notes\.md(#[a-z0-9-]+(?:(?:, | and |/)#[a-z0-9-]+)*)")
 LOCAL_ANCHOR = re.compile(r"\]\(#([a-z0-9-]+)\)")
