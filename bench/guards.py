@@ -13,10 +13,10 @@
      the workbench hooks (relay on Agent, index refresh on Write|Edit) and the spill guard (PostToolUse on
      the bulky tools) — what `Runtime` installs, minus its handoff stop hook and session store.
    Flower's guard logic through the CLI = flower set − trivial Pre+Post. The SDK's hook round trip itself
-   (about 3-4 ms per hook, SDK-FACTS §8) is the floor flower cannot go under.
+   (about 3-4 ms per hook, docs/sdk-notes.md#hook-cost) is the floor flower cannot go under.
 2. As pure Python. Each callback is called directly with a hook-input dict shaped like the CLI's
-   (SDK-FACTS §1) and driven without an event loop (they never await): microseconds per call, so the
-   "< 0.5 ms per call" goal is measured without CLI noise. The glance predicate's own parse cost is
+   (docs/sdk-notes.md#hook-inputs) and driven without an event loop (they never await): microseconds per call,
+   so the "< 0.5 ms per call" goal is measured without CLI noise. The glance predicate's own parse cost is
    bench/glance.py's subject; here the hook sees a command it has judged before (verdicts are cached), as
    it does after the first call, plus one row with a fresh command each call.
 

@@ -1,9 +1,10 @@
 """Session store costs (S-18, B-9): append throughput, load time and peak memory, side by side in one run.
 
 * Append: entries/s, in the batch sizes the SDK's `TranscriptMirrorBatcher` produces: one flush per turn
-  (about 25 entries in the recorded sessions, SDK-FACTS §4) and the eager-flush cap (500 entries or 1 MiB).
-  Floor: the SDK's `InMemorySessionStore`; reference: a bare `sqlite3` executemany of the same JSON texts
-  (no dedup, no summary, one transaction per batch). `ratio` = throughput / the in-memory store's.
+  (about 25 entries in the recorded sessions, docs/sdk-notes.md#session-stores) and the eager-flush cap (500
+  entries or 1 MiB). Floor: the SDK's `InMemorySessionStore`; reference: a bare `sqlite3` executemany of the
+  same JSON texts (no dedup, no summary, one transaction per batch). `ratio` = throughput / the in-memory
+  store's.
 * Load: seconds to load 10k and 100k entries of one session; floor: `json.loads` of the same JSONL bytes
   already in memory. `ratio` = time / that floor.
 * Peak memory of one load (tracemalloc, MB), `ratio` against the `json.loads` floor.

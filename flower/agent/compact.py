@@ -1,4 +1,4 @@
-"""`CompactPolicy`: how the CLI's own auto-compaction is configured (S-23, SDK-FACTS §7).
+"""`CompactPolicy`: how the CLI's own auto-compaction is configured (S-23, docs/sdk-notes.md#compaction).
 
 The SDK has no compaction option; the CLI reads environment variables. `auto` leaves the CLI alone
 (it compacts at window - 33k), `no_summary` turns auto-compaction off (`DISABLE_AUTO_COMPACT=1`; flower's

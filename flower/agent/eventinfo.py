@@ -7,7 +7,7 @@ Invariants:
 - A spill is recognised from the pointer line `texts.SPILL_POINTER` (placeholders match anything), wherever
   it sits in the result.
 - A denial is recognised by the CLI's own framing of a hook refusal (`PreToolUse:<Tool> hook error: ...`,
-  SDK-FACTS §2), never by flower's wording, which changes.
+  docs/sdk-notes.md#denials), never by flower's wording, which changes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Signals during a workflow run (L-7, INVENTORY F-244, F-245).
+"""Signals during a workflow run (L-7).
 
 - SIGTERM / SIGHUP: every agent attempt in flight gets a manifest row with state `interrupted` and its
   session id, the session stores are closed, then the process dies of the same signal (default action).

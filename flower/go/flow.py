@@ -47,7 +47,7 @@ BEQUEST_ALIASES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class GoOptions:
-    """The flags of `flower go` that shape the flow (SPEC L-11)."""
+    """The flags of `flower go` that shape the flow (L-11)."""
 
     rounds: int = 3
     no_goal: bool = False

@@ -179,7 +179,7 @@ class Goal:
 
 VerdictState = Literal["achieved", "not_yet", "unreachable", ""]
 # Ordered by meaning; within the text the earliest match wins, the longest at a position ("not achieved"
-# before "achieved"), and words match whole (F-342: "no" inside "unknown" is not a verdict).
+# before "achieved"), and words match whole ("no" inside "unknown" is not a verdict).
 _STATE_WORDS: tuple[tuple[VerdictState, tuple[str, ...]], ...] = (
     ("unreachable", ("unreachable", "not reachable", "impossible", "cannot be achieved", "can't be achieved",
                      "unverifiable", "cannot be verified", "无法验证", "没法验证", "验证不了", "无法判定", "无法达成",

@@ -10,7 +10,8 @@ Invariants:
 - Only reads; every text shown on a terminal is sanitized and cut to the width unless `full`.
 - A subagent's transcript is matched to its dispatch by the `agentId` the CLI records in the Agent call's
   result; a dispatch whose transcript is missing still shows its brief and the reply from that result.
-- A denial is the CLI's structural marker `toolDenialKind` (SDK-FACTS §2), not the reason's wording.
+- A denial is the CLI's structural marker `toolDenialKind` (docs/sdk-notes.md#denials), not the reason's
+  wording.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Reading Claude Code transcript entries without trusting them, and one index per rewrite.
 
 A transcript is a list of entries (dicts, one JSONL line each) as the CLI writes them and a `SessionStore`
-returns them. The shapes that matter here (SDK-FACTS §4, §5, §10):
+returns them. The shapes that matter here (docs/sdk-notes.md#session-stores, #errors-and-interrupts,
+#transcript-order):
 
 * `assistant` entries hold one content block each (thinking, text, one `tool_use`); one API reply is spread
   over several entries sharing `message.id`. They are ONE message: a round, a group, a unit of pairing.
@@ -63,7 +64,8 @@ def thread_of(entry: Entry) -> Thread:
 
 def message_key(entry: Mapping[str, Any], index: int) -> str:
     """The API message an assistant entry belongs to: its message id, else its request id; an entry with
-    neither is its own message. One reply is spread over several entries (SDK-FACTS §10)."""
+    neither is its own message. One reply is spread over several entries
+    (docs/sdk-notes.md#transcript-order)."""
     message = entry.get("message")
     for value in (message.get("id") if isinstance(message, Mapping) else None, entry.get("requestId")):
         if isinstance(value, str) and value:

@@ -1,19 +1,20 @@
 """Rewrites 3 and 4 of S-19: old denied calls go, disconnect residue is cleaned up.
 
 **Denials** (`keep_denials=1`). A denied call is recognised only by the CLI's structural marker: its result
-entry has `toolDenialKind == "permission-rule"` (hook, `can_use_tool` and dontAsk denials, SDK-FACTS §2) —
-never by wording, which is ours or a hook's and changes. All but the newest `keep_denials` go, each as a
-pair: its `tool_use` block and its `tool_result` block. Sibling blocks of the same assistant message stay
-(a parallel Read and its result are untouched); an entry left with no blocks is removed and its children
-relinked. The newest denial stays: it is what stops the model retrying the same call in the same turn.
+entry has `toolDenialKind == "permission-rule"` (hook, `can_use_tool` and dontAsk denials,
+docs/sdk-notes.md#denials) — never by wording, which is ours or a hook's and changes. All but the newest
+`keep_denials` go, each as a pair: its `tool_use` block and its `tool_result` block. Sibling blocks of the
+same assistant message stay (a parallel Read and its result are untouched); an entry left with no blocks is
+removed and its children relinked. The newest denial stays: it is what stops the model retrying the same call
+in the same turn.
 
 **API errors.** Assistant entries with `isApiErrorMessage: true` (the CLI's `<synthetic>` "API Error: …"
-after retries ran out, SDK-FACTS §5) are removed and their children relinked: they are not the model's
-words and the CLI does not send them anyway.
+after retries ran out, docs/sdk-notes.md#errors-and-interrupts) are removed and their children relinked: they
+are not the model's words and the CLI does not send them anyway.
 The `<synthetic>` "No response requested." is deliberately KEPT. It is not an error: it is the closing half
-of the CLI's own repair of an interrupted call (§4), it is sent to the model as-is, it costs four words,
-and removing it would only merge two user turns and move the history away from what was actually sent
-(P-4). Only the structural flag decides; the synthetic model name alone does not.
+of the CLI's own repair of an interrupted call (docs/sdk-notes.md#session-stores), it is sent to the model
+as-is, it costs four words, and removing it would only merge two user turns and move the history away from
+what was actually sent (P-4). Only the structural flag decides; the synthetic model name alone does not.
 
 **Interrupts.** A call stopped by the user leaves a `tool_result` telling the model to "STOP … and wait for
 the user", followed in the same turn by the harness row `[Request interrupted by user for tool use]`.
@@ -148,7 +149,7 @@ def find_interrupted(entries: list[Entry]) -> set[tuple[int, int]]:
             continue  # removed by this rewrite: seen or not, the turn is the same (idempotence)
         if kind == "assistant":
             # A new message starts a new turn; more entries of the same message (results of its earlier
-            # calls can sit between them, SDK-FACTS §10) continue the current one.
+            # calls can sit between them, docs/sdk-notes.md#transcript-order) continue the current one.
             thread, key = thread_of(entry), message_key(entry, position)
             if message.get(thread) != key:
                 message[thread], pending[thread] = key, []

@@ -8,11 +8,11 @@
   same ancestor, so an already missing parent stays the same problem).
 * `pairing:` over what the CLI would send: the conversation thread (the main thread; in a subagent file,
   its only thread), `user`/`assistant` entries in file order, CLI-written API-error messages skipped
-  (they are never sent, SDK-FACTS §5), and a compaction boundary starting afresh (nothing before it is
-  sent). Every `tool_use` of an assistant message must be answered by exactly one `tool_result` in the user
-  entries that follow, before the next assistant message with a different `message.id`; every
-  `tool_result` must answer a call of the assistant message before it. Parallel results may come in any
-  order (completion order, SDK-FACTS §10); only `tool_use_id` counts.
+  (they are never sent, docs/sdk-notes.md#errors-and-interrupts), and a compaction boundary starting afresh
+  (nothing before it is sent). Every `tool_use` of an assistant message must be answered by exactly one
+  `tool_result` in the user entries that follow, before the next assistant message with a different
+  `message.id`; every `tool_result` must answer a call of the assistant message before it. Parallel results
+  may come in any order (completion order, docs/sdk-notes.md#transcript-order); only `tool_use_id` counts.
 
 Real transcripts can be broken before anyone rewrites them (excerpts, glued lines, entries the CLI itself
 drops), so callers compare problem sets rather than expect an empty list.

@@ -1,7 +1,8 @@
 """Running one prompt through the real SDK and CLI, collecting every message.
 
-`query()` raises `ResultError` after it has yielded an `is_error` result (SDK-FACTS §0); a test usually
-wants the messages either way, so `collect()` keeps them and returns the error separately.
+`query()` raises `ResultError` after it has yielded an `is_error` result
+(docs/sdk-notes.md#threads-on-the-wire); a test usually wants the messages either way, so `collect()` keeps
+them and returns the error separately.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """`ScriptedAPI`: a fake Anthropic Messages API on 127.0.0.1 that the real Claude Code CLI talks to.
 
-Threads of a conversation are told apart by the `x-claude-code-agent-id` header (SDK-FACTS §0): requests
-without it belong to the main thread, each subagent id is its own thread. Each thread consumes its own
-script, a list of steps (see `flower.testing.replies`). A subagent's script is chosen on its first request:
-by the first key of `subagents` that occurs in that request's messages (usually a marker in the brief), or,
-when `subagents` is a list, in order of appearance. A `handler(request) -> Step | None` sees every request
-first and may answer it itself.
+Threads of a conversation are told apart by the `x-claude-code-agent-id` header
+(docs/sdk-notes.md#threads-on-the-wire): requests without it belong to the main thread, each subagent id is
+its own thread. Each thread consumes its own script, a list of steps (see `flower.testing.replies`). A
+subagent's script is chosen on its first request: by the first key of `subagents` that occurs in that
+request's messages (usually a marker in the brief), or, when `subagents` is a list, in order of appearance. A
+`handler(request) -> Step | None` sees every request first and may answer it itself.
 
 Invariants:
 - Every request is recorded (headers, body, thread) before it is answered.
@@ -383,8 +383,9 @@ def cli_env(base_url: str, home: str | Path, **extra: str) -> dict[str, str]:
     """Environment for a CLI that must talk only to `base_url`.
 
     A throwaway HOME and `CLAUDE_CONFIG_DIR=<home>/.claude` (without the latter the SDK drops every
-    session-store mirror frame, SDK-FACTS §4); non-essential traffic, telemetry and the auto-updater off; and
-    a dead proxy for everything but 127.0.0.1, so any attempt to reach another address fails on the spot.
+    session-store mirror frame, docs/sdk-notes.md#session-stores); non-essential traffic, telemetry and the
+    auto-updater off; and a dead proxy for everything but 127.0.0.1, so any attempt to reach another address
+    fails on the spot.
     """
     home = Path(home)
     (home / ".claude").mkdir(parents=True, exist_ok=True)

@@ -14,10 +14,10 @@ Rules checked (each one a 400 on the real API):
   prefill form, is allowed);
 - `tool_use` blocks have an id matching `^[a-zA-Z0-9_-]+$` and an object `input`; thinking blocks carry a
   signature.
-The CLI itself repairs unpaired calls before sending (SDK-FACTS §4), so pairing faults rarely get this far;
-field-level faults in stored history do.
-The CLI places `role: "system"` messages among the messages (SDK-FACTS §0); they are skipped when
-looking for "the next message".
+The CLI itself repairs unpaired calls before sending (docs/sdk-notes.md#session-stores), so pairing faults
+rarely get this far; field-level faults in stored history do.
+The CLI places `role: "system"` messages among the messages (docs/sdk-notes.md#threads-on-the-wire); they are
+skipped when looking for "the next message".
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ def render_sections(doc: Sections, level: int | None = None) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-# --- labelled sections: the forms a model writes them in (SPEC L-9) ---------------------------------------
+# --- labelled sections: the forms a model writes them in (L-9) --------------------------------------------
 # Briefs, goals and verdicts come back from a model, which writes "## Goal", "**Goal**", "Goal:", "3. Goal"
 # or "目标：...". `labelled_sections` reads all of these, for a fixed set of sections named by aliases.
 # Invariants (on top of the module's): fenced code is removed from the bodies, and an unclosed fence drops

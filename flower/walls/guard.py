@@ -1,8 +1,9 @@
 """The walls: PreToolUse hooks that keep hands-on work off the coordinator's main thread (S-3, S-5, S-7, B-1).
 
 Enforcement is by mechanism, never by prompt (P-2). The main thread is told apart from subagents by the
-hook input: subagent calls carry `agent_id`, main-thread calls never do (SDK-FACTS §1). Walls are hooks,
-never `disallowed_tools` or `tools=`: both are session-wide and strip the tool from subagents too (S-5).
+hook input: subagent calls carry `agent_id`, main-thread calls never do (docs/sdk-notes.md#hook-inputs). Walls
+are hooks, never `disallowed_tools` or `tools=`: both are session-wide and strip the tool from subagents too
+(S-5).
 
 Invariants:
 - `spec_guards(spec)` (in the options compiler) derives the walls from the spec alone (B-1): a `delegate_only` spec always gets

@@ -6,7 +6,8 @@ statistics (S-14) live in `flower.workbench.stats`.
 
 Invariants:
 - One `Workbench` object is the single source of the location; nothing else computes a default path
-  (INVENTORY F-87: two defaults let a brief point at one folder while the index scans another).
+  (the earlier implementation had two defaults, so a brief could point at one folder while the index
+  scanned another).
 - "Inside the workbench" is always decided on resolved real paths, never by substring.
 - INDEX.md is written atomically and only when its text changes, so watchers and caches see no churn.
 - INDEX.md and the prompt listing show at most `max_index_entries` files per section and say how many

@@ -7,10 +7,10 @@ characters. The model keeps a way back (P-5) and the context keeps only the poin
 Invariants:
 - The replacement has the tool's own output structure: same keys, same types, nothing set to None,
   lists untouched (they may hold images). The CLI silently drops a replacement its output schema
-  rejects (SDK-FACTS §3), so anything we do not know is left as it came.
+  rejects (docs/sdk-notes.md#output-replacement), so anything we do not know is left as it came.
 - A spill file holds the WHOLE output. For Bash output the CLI itself persisted past its inline cap, the
   full text is copied from `persistedOutputPath`, and the persisted fields are dropped from the
-  replacement so the model sees exactly our pointer (SDK-FACTS §9).
+  replacement so the model sees exactly our pointer (docs/sdk-notes.md#large-bash-output).
 - Spill files are written atomically (temp file + `os.replace`), named by content hash (so written
   once), and always under the workbench's spill folder.
 - A call that reads a spill file passes untouched (else the read would be spilled again, forever).
@@ -217,7 +217,8 @@ def spill_output(
 
 def _replace_persisted(response: dict[str, Any], persisted: str, mover: _Mover) -> dict[str, Any] | None:
     """Bash past the CLI's inline cap: stdout is only a preview, the whole output is in `persisted`
-    (SDK-FACTS §9). Copy it whole and drop the persisted fields, so the model sees only our pointer."""
+    (docs/sdk-notes.md#large-bash-output). Copy it whole and drop the persisted fields, so the model sees only
+    our pointer."""
     replaced = _walk(response, mover.threshold, mover.text, skip=("stdout",))
     base = dict(replaced if replaced is not None else response)
     size = response.get("persistedOutputSize")

@@ -2,7 +2,7 @@
 tool's result, and mail reaches it through the inbox (issue #14, L-8).
 
 The scripted model calls `mcp__human__ask` directly: the CLI defers SDK MCP tools behind ToolSearch in its
-listing (SDK-FACTS §11) but runs a direct call to a connected server's tool all the same.
+listing (docs/sdk-notes.md#mcp-tools) but runs a direct call to a connected server's tool all the same.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """History rewriting on resume, end to end through the real SDK and CLI (issue #5, S-19, S-20, B-7).
 
 One session is recorded by the real CLI into a `SqliteSessionStore` through the SDK's `session_store=`
-option, over four runs that leave every kind of history a rewrite cares about (SDK-FACTS §2, §4, §5, §9):
+option, over four runs that leave every kind of history a rewrite cares about (docs/sdk-notes.md#denials,
+#session-stores, #errors-and-interrupts, #large-bash-output):
 
 1. glances (`ls -la src`, `ls tiny`, `cat notes.txt`, `ls src`), two hook-denied `rm` calls, and a Bash
    printing 40,000 chars (the CLI persists it past 30,000 and sends a `<persisted-output>` preview);
@@ -78,7 +79,8 @@ anyio.run(main)
 
 
 async def deny_rm(input_data: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
-    """A plain PreToolUse deny: the CLI marks the result `toolDenialKind: permission-rule` (SDK-FACTS §2)."""
+    """A plain PreToolUse deny: the CLI marks the result `toolDenialKind: permission-rule`
+    (docs/sdk-notes.md#denials)."""
     command = str((input_data.get("tool_input") or {}).get("command", ""))
     if not command.startswith("rm "):
         return {}
@@ -258,8 +260,8 @@ async def test_resume_through_the_rewriting_store(
     assert rewritten.text.count(DENY_REASON) == 1 and control.text.count(DENY_REASON) == 2
     assert DENIED_OLD in calls(control) and DENIED_OLD not in calls(rewritten)
     assert DENY_REASON in str(body_of(rewritten, DENIED_NEW))
-    # 4a. the CLI never sends its <synthetic> API-error message (SDK-FACTS §5): the rewrite is seen in the
-    # history the store handed out, not in the request.
+    # 4a. the CLI never sends its <synthetic> API-error message (docs/sdk-notes.md#errors-and-interrupts): the
+    # rewrite is seen in the history the store handed out, not in the request.
     assert API_ERROR_TEXT not in rewritten.text and API_ERROR_TEXT not in control.text
     assert [e["message"]["model"] for e in original if e.get("isApiErrorMessage")] == ["<synthetic>"]
     assert not any(e.get("isApiErrorMessage") for e in loaded)

@@ -1,4 +1,5 @@
-"""The scripted API drives the real bundled CLI through the real SDK (issue #2, B-8, SDK-FACTS §0/§4/§5).
+"""The scripted API drives the real bundled CLI through the real SDK (issue #2, B-8,
+docs/sdk-notes.md#threads-on-the-wire, #session-stores, #errors-and-interrupts).
 
 Nothing is mocked: each test spawns the CLI, which talks HTTP to `flower.testing.ScriptedAPI`.
 """

@@ -1,9 +1,10 @@
-"""Spill on the spot through the real CLI (issue #4, S-15, S-16, B-5, SDK-FACTS §3, §9).
+"""Spill on the spot through the real CLI (issue #4, S-15, S-16, B-5, docs/sdk-notes.md#output-replacement,
+#large-bash-output).
 
-A replacement of the wrong shape is dropped by the CLI without a word (SDK-FACTS §3), so a unit test of
-the hook's return value proves nothing about what the model saw. Every test here reads what the model
-saw: the tool_result of the NEXT request the CLI sent to the scripted API. A recording PostToolUse hook
-beside the spill guard keeps the original tool_response, to compare the spill file with.
+A replacement of the wrong shape is dropped by the CLI without a word (docs/sdk-notes.md#output-replacement),
+so a unit test of the hook's return value proves nothing about what the model saw. Every test here reads what
+the model saw: the tool_result of the NEXT request the CLI sent to the scripted API. A recording PostToolUse
+hook beside the spill guard keeps the original tool_response, to compare the spill file with.
 
 Each test prints one `spill-e2e` line per call: the original output's chars and the chars of the
 tool_result the model got (`pytest -s` shows them).
@@ -28,7 +29,7 @@ from flower.workbench.spill import HEAD_CHARS, spill_guard
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 POINTER_MARK = "chars saved to"
-CLI_INLINE_CAP = 30_000  # the CLI's own Bash cap (SDK-FACTS §9)
+CLI_INLINE_CAP = 30_000  # the CLI's own Bash cap (docs/sdk-notes.md#large-bash-output)
 
 
 class Recorder:
@@ -92,8 +93,9 @@ def lines_command(n: int) -> str:
 async def test_worker_bash_20k_and_60k_are_spilled_whole_and_reading_a_spill_file_passes(
     scripted_api: ScriptedAPI, make_options: Any, wb: Workbench
 ) -> None:
-    """S-15, S-16, B-5, SDK-FACTS §9: the subagent sees pointer + 400 chars; the files hold everything,
-    the 60,000-char one copied from the CLI's persisted file; reads of spill files are not re-spilled."""
+    """S-15, S-16, B-5, docs/sdk-notes.md#large-bash-output: the subagent sees pointer + 400 chars; the files
+    hold everything, the 60,000-char one copied from the CLI's persisted file; reads of spill files are not
+    re-spilled."""
     small, big = lines_output(400), lines_output(1250)
     assert 4000 < len(small) < CLI_INLINE_CAP < len(big)
     small_path, big_path = spill_path(wb, small), spill_path(wb, big)

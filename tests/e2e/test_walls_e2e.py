@@ -1,4 +1,4 @@
-"""The walls through the real CLI (issue #3, S-3, S-7, B-1, SDK-FACTS §2).
+"""The walls through the real CLI (issue #3, S-3, S-7, B-1, docs/sdk-notes.md#denials).
 
 The coordinator is compiled with `build_options` alone: no Runtime, no workbench (B-1).
 """

@@ -1,4 +1,5 @@
-"""The workbench through the Runtime and the real CLI (issue #4, S-11, S-12, S-13, B-3, B-4, SDK-FACTS §6).
+"""The workbench through the Runtime and the real CLI (issue #4, S-11, S-12, S-13, B-3, B-4,
+docs/sdk-notes.md#system-prompts).
 
 What the model saw is read from the requests the CLI sent to the scripted API: the system prompt
 (`Request.system_text`), the first user message of a step, the subagent's first request. Sizes are

@@ -1,4 +1,4 @@
-"""A workflow run survives its process (issue #13; SPEC L-7, B-13): `flower run` in a subprocess is killed
+"""A workflow run survives its process (issue #13; L-7, B-13): `flower run` in a subprocess is killed
 during step 2 (SIGKILL, or SIGTERM), the same command runs again, and DBOS continues the run: no request for
 step 1, step 2 resumes its recorded session, step 3 runs, and the final context equals an uninterrupted run's.
 """
@@ -150,7 +150,7 @@ def test_ctrl_c_once_interrupts_the_turn_twice_stops_and_the_run_resumes(
     scripted_api: ScriptedAPI, tmp_path: Path
 ) -> None:
     """Without a terminal, Ctrl-C once interrupts the current turn and the same session continues; a second
-    Ctrl-C stops flower with the resume command, and `flower resume RUN` finishes the run (F-244, L-7)."""
+    Ctrl-C stops flower with the resume command, and `flower resume RUN` finishes the run (L-7)."""
     (tmp_path / "flow.py").write_text(FLOW)
     env = scripted_api.cli_env(tmp_path / "home")
     ws, run_dir = tmp_path / "ws", tmp_path / "runs"

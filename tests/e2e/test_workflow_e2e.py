@@ -1,5 +1,5 @@
 """Workflow semantics on DBOS, each step a real agent step: the bundled CLI through the SDK against the
-scripted API (issue #13; SPEC L-6, L-7, B-13). DBOS runs for real on SQLite in the test's run dir."""
+scripted API (issue #13; L-6, L-7, B-13). DBOS runs for real on SQLite in the test's run dir."""
 
 from __future__ import annotations
 

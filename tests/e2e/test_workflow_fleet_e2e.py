@@ -1,4 +1,4 @@
-"""A fleet on PostgreSQL (issue #13; SPEC L-6, B-13): `flower run` fans out 6 agent steps, 2 at a time, through
+"""A fleet on PostgreSQL (issue #13; L-6, B-13): `flower run` fans out 6 agent steps, 2 at a time, through
 a DBOS queue; a `flower worker` process takes some of them; the worker is SIGKILLed mid-step and restarted
 under the same name; every step completes exactly once to a result and the run finishes. A branch the worker
 takes runs under the starter's settings, not the worker's environment (issue #25)."""

@@ -2,7 +2,7 @@
 
 `ALLOWED` are glances. `REFUSED` pairs each non-glance with a fragment its refusal reason must contain,
 so a command refused for the wrong cause (say, a parse error instead of the flag it was written to
-exercise) fails the test. The earlier implementation's holes (INVENTORY F-341) each have an entry.
+exercise) fails the test. The earlier implementation's holes each have an entry.
 """
 
 from __future__ import annotations

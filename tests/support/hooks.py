@@ -1,4 +1,5 @@
-"""Hook inputs shaped exactly as the CLI sends them (SDK-FACTS §1), for tests that call callbacks directly.
+"""Hook inputs shaped exactly as the CLI sends them (docs/sdk-notes.md#hook-inputs), for tests that call
+callbacks directly.
 
 Main-thread calls carry no `agent_id`; subagent calls add `agent_id` and `agent_type`.
 """

@@ -5,7 +5,8 @@ found through `FLOWER_TRANSCRIPTS`, else beside the repository (`<repo>/../share
 at `/work/shared/data/transcripts`. This is the one place that knows where they are; the benches import it. `real_transcripts()` lists them
 for parametrisation, or an empty list when the folder is absent (tests then skip with a reason).
 
-`Transcript` writes entries in the exact shapes of SDK-FACTS §2, §4, §5 and §7 (CLI 2.1.332): one entry per
+`Transcript` writes entries in the exact shapes the CLI 2.1.332 writes (docs/sdk-notes.md#denials,
+#session-stores, #errors-and-interrupts, #compaction, #transcript-order): one entry per
 assistant content block sharing `message.id`, each tool result its own user entry with `toolUseResult`
 and `sourceToolAssistantUUID`, `toolDenialKind` markers, the interrupt harness row, `<synthetic>` messages,
 compaction boundaries. Every method returns the entry it appended, and by default chains it to the
@@ -143,7 +144,7 @@ class Transcript:
         return self.add(entry, parent)
 
     def denial(self, call: str, reason: str = "PreToolUse:Bash hook error: DENY", **kw: Any) -> Entry:
-        """A hook / can_use_tool / dontAsk denial (SDK-FACTS §2): marker `permission-rule`."""
+        """A hook / can_use_tool / dontAsk denial (docs/sdk-notes.md#denials): marker `permission-rule`."""
         return self.result(
             call,
             reason,
@@ -159,7 +160,7 @@ class Transcript:
         )
 
     def rejected(self, call: str, *, marker: bool = True, **kw: Any) -> Entry:
-        """An interrupted (or user-rejected) call's result (SDK-FACTS §5)."""
+        """An interrupted (or user-rejected) call's result (docs/sdk-notes.md#errors-and-interrupts)."""
         extra = {"toolDenialKind": "user-rejected"} if marker else {}
         return self.result(
             call, REJECTED_TEXT, is_error=True, tool_use_result="User rejected tool use", **extra, **kw

@@ -24,7 +24,8 @@ def test_a_coordinator_drops_the_core_tools_no_worker_names() -> None:
 
 
 def test_a_tool_any_worker_names_stays_for_the_whole_session() -> None:
-    """disallowed_tools is session-wide (SDK-FACTS §7): a tool one worker names must stay for everyone."""
+    """disallowed_tools is session-wide (docs/sdk-notes.md#session-wide-tools): a tool one worker names must
+    stay for everyone."""
     cut = unused_builtins(_lead(["Bash", "Read"], ["Edit", "SendMessage"], ["TaskCreate"]))
     assert {"Edit", "SendMessage", "TaskCreate"}.isdisjoint(cut)
     assert {"Write", "NotebookEdit", "TaskStop", "Monitor"} <= set(cut)

@@ -1,4 +1,5 @@
-"""Every bench module runs on tiny inputs and returns well-formed rows, so none can rot (issue #8, SPEC §10).
+"""Every bench module runs on tiny inputs and returns well-formed rows, so none can rot (issue #8;
+docs/benchmarks.md).
 
 The numbers themselves are not asserted (no timing assertions in tests); their shape is: the six keys,
 a finite value, a finite ratio or None, and at least one row. The modules that drive the real CLI
@@ -26,7 +27,7 @@ def _params() -> list[Any]:
 
 
 def test_the_suite_has_the_promised_modules() -> None:
-    """SPEC §10: the headline, the resume payload, hook overhead and start-up are all benchmarked."""
+    """The headline, the resume payload, hook overhead and start-up are all benchmarked."""
     assert {"economy", "resume_payload", "guards", "startup"} <= set(discover())
 
 

@@ -1,5 +1,5 @@
 """The `flower` command line without a model: errors, reading commands, docs, and the live view on a real
-pseudo-terminal and on a pipe (B-10, B-11, B-12; INVENTORY F-247, F-253..F-256)."""
+pseudo-terminal and on a pipe (B-10, B-11, B-12, L-12)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from flower.report.text import sanitize
 from tests.support.cli import GLANCE_ID, MAIN_ID, REPO, assert_one_line_error, invoke
 from tests.support.sessions import main_session, sub_session
 
-# --- errors: one line, exit 1, no traceback (F-247) ------------------------------------------------------
+# --- errors: one line, exit 1, no traceback --------------------------------------------------------------
 
 
 def test_run_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Ctrl-C on a terminal during a workflow run (F-244, L-7): the first press asks for a remark in a thread and
+"""Ctrl-C on a terminal during a workflow run (L-7): the first press asks for a remark in a thread and
 hands it to the in-flight step's runtime as an interrupt; a second press during the prompt stops."""
 
 from __future__ import annotations

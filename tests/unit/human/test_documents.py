@@ -1,5 +1,5 @@
-"""Brief, Goal and Verdict on the shared section parser (issue #14, L-9, L-10; INVENTORY F-183..F-188, F-342,
-F-356): the tricky cases of the earlier system, round trips, and parsing that never raises."""
+"""Brief, Goal and Verdict on the shared section parser (issue #14, L-9, L-10): the tricky cases of the
+earlier system, round trips, and parsing that never raises."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_the_four_sections_in_every_heading_form() -> None:
 
 
 def test_fenced_code_never_reaches_a_section_and_a_fake_heading_inside_it_is_ignored() -> None:
-    """F-183, F-185: a clarifier that pastes code with a heading in it."""
+    """A clarifier that pastes code with a heading in it."""
     text = FULL.replace("- no new dependencies", "- no new dependencies\n```md\n## Goal\nDelete everything.\n```\n")
     text = "```\n## Unknowns\nfrom the code block\n```\n" + text
     brief = Brief.parse(text)
@@ -54,7 +54,8 @@ def test_an_unclosed_fence_drops_the_rest_so_a_truncated_reply_is_incomplete() -
 
 
 def test_aliases_longest_first_and_the_first_non_empty_copy_wins() -> None:
-    """F-183: "未知" must not eat "未知与假设"; a repeated or empty section never overrides a filled one."""
+    """Aliases match longest first: "未知" must not eat "未知与假设"; a repeated or empty section never overrides a
+    filled one."""
     text = "目标：\n\n目标：做一个解析器\n验收条件：测试通过\n范围边界：只改 parser\n未知项与假设：无\n## Goal\nsomething else\n"
     brief = Brief.parse(text)
     assert (brief.goal, brief.acceptance, brief.bounds, brief.unknowns) == ("做一个解析器", "测试通过", "只改 parser", "无")
@@ -63,7 +64,7 @@ def test_aliases_longest_first_and_the_first_non_empty_copy_wins() -> None:
 
 
 def test_a_body_line_that_begins_with_a_label_word_is_content_not_a_heading() -> None:
-    """F-356: "目标是..." or "Goals of ..." inside another section does not split it."""
+    """A body line such as "目标是..." or "Goals of ..." inside another section does not split it."""
     brief = Brief.parse("## Bounds\n目标是别动数据库\nGoals of other teams stay out.\n## Goal\nShip.\n")
     assert brief.bounds == "目标是别动数据库\nGoals of other teams stay out."
     assert brief.goal == "Ship."
@@ -95,7 +96,7 @@ def test_mail_appended_by_the_channel_stays_part_of_the_brief(tmp_path: Path) ->
 
 
 def test_goal_checks_markers_and_the_unverifiable_marker(tmp_path: Path) -> None:
-    """F-186."""
+    """Goal aliases, checks as list items, and the marker of a check that cannot be verified."""
     goal = Goal.parse(
         "**Goal**: the parser handles nested lists\n"
         "判定清单：\n1. `pytest tests/test_parser.py` passes\n- [ ] README shows an example\n"
@@ -112,7 +113,7 @@ def test_goal_checks_markers_and_the_unverifiable_marker(tmp_path: Path) -> None
 
 
 def test_verdict_states_sections_reason_failed_and_feedback() -> None:
-    """F-187, F-188."""
+    """Verdict states from their section or the whole text, the reason, failed items, the feedback."""
     verdict = Verdict.parse("## Verdict\nNot yet\n## Reason\nThe test fails.\n## Failed\n- test passes\n- docs\n")
     assert (verdict.state, verdict.reason, verdict.failed) == ("not_yet", "The test fails.", ("test passes", "docs"))
     feedback = verdict.feedback()
@@ -126,7 +127,7 @@ def test_verdict_states_sections_reason_failed_and_feedback() -> None:
 
 
 def test_verdict_words_match_whole_and_an_unreadable_verdict_is_not_achieved() -> None:
-    """F-342: "no" inside "unknown" or "note" decides nothing; "not achieved" is not "achieved"."""
+    """A "no" inside "unknown" or "note" decides nothing; "not achieved" is not "achieved"."""
     assert Verdict.parse("## Verdict\nAchieved — note: unknown edge cases remain now").achieved
     assert Verdict.parse("The goal is not achieved: the CLI flag is missing.").state == "not_yet"
     unreadable = Verdict.parse("I looked around; the tests passed and it seems done.")

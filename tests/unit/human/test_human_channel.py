@@ -46,7 +46,7 @@ async def test_an_answer_from_another_thread_settles_the_question(tmp_path: Path
 
 
 async def test_timeouts_and_the_budget_have_three_meanings_each() -> None:
-    """F-180: timeout_s <= 0 falls through at once; max_asks 0 forbids; None is unlimited."""
+    """timeout_s <= 0 falls through at once; max_asks 0 forbids; None is unlimited (L-8)."""
     at_once = await HumanChannel(timeout_s=0).ask("anyone?")
     assert (at_once.state, at_once.reply()) == ("timeout", texts.ASK_TIMEOUT)
     short = HumanChannel(timeout_s=0.2)
@@ -68,7 +68,7 @@ async def test_invalid_and_over_budget_asks_do_not_use_up_the_budget_and_framewo
     assert (await ch.ask("second")).state == "over_budget"
     assert (await ch.ask("third")).state == "over_budget"
     assert ch.remaining == 0
-    assert (await ch.ask("judge says unreachable: what now?", framework=True)).state == "timeout"  # F-344
+    assert (await ch.ask("judge says unreachable: what now?", framework=True)).state == "timeout"
     assert [a.id for a in ch.asks] == ["q1", "q2", "q3", "q4", "q5", "q6"]
 
 

@@ -1,5 +1,5 @@
-"""The run report and the resume preview as pure functions over entries (B-10, B-11; INVENTORY F-283..F-288,
-F-337, F-338: usage once per API message, main vs subagent by key structure, denials by marker)."""
+"""The run report and the resume preview as pure functions over entries (B-10, B-11: usage once per API
+message, main vs subagent by key structure, denials by marker)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ SPILLS = [
 
 
 def test_hand_made_run_counts_each_api_message_once() -> None:
-    """B-10, F-337: m1 and s1 are stored as 2 and 3 entries with the same usage; each counts once."""
+    """B-10: m1 and s1 are stored as 2 and 3 entries with the same usage; each counts once."""
     report = analyze(main_session(), {"a1": sub_session()}, threshold=10_000, spill_log=SPILLS)
     assert (report.main.turns, report.subagents.turns) == (3, 2)
     assert report.main.usage.input == 100 + 10 + 5  # 115; per-entry summing would give 215
@@ -118,7 +118,7 @@ def test_default_threshold_comes_from_the_handoff_policy_for_the_model(
 
 def test_generations_forks_and_inline_sidechains() -> None:
     """S-22 boundaries from `retired`; a fork's copied replies are not counted again; inline sidechain
-    entries (CLI 1.0.x) are subagent turns by their isSidechain field, not by any key substring (F-338)."""
+    entries (CLI 1.0.x) are subagent turns by their isSidechain field, not by any key substring."""
     second = [
         user("g2", "continue", session="S2"),
         *reply("n1", "q1", [{"type": "text", "text": "a"}], usage(400, 0, 0, 1), session="S2"),
@@ -141,7 +141,7 @@ def test_generations_forks_and_inline_sidechains() -> None:
 
 
 def test_a_key_path_containing_subagent_is_still_main() -> None:
-    """F-338: the earlier analyzer split by the substring "subagent" in the store key."""
+    """The earlier analyzer split main from subagent by the substring "subagent" in the store key."""
     entries = [dict(e, cwd="/home/u/subagents/agent-x") for e in main_session()]
     report = analyze({"subagents-session": entries}, {})
     assert report.main.turns == 3 and report.subagents.turns == 0

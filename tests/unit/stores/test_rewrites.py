@@ -344,7 +344,8 @@ def test_older_denial_goes_with_its_call_and_the_chain_is_relinked() -> None:
 
 
 def test_denied_call_with_a_sibling_read_whose_result_arrives_first() -> None:
-    """SDK-FACTS §10: parallel results in completion order; only the denied pair goes, the Read stays."""
+    """Parallel results arrive in completion order (docs/sdk-notes.md#transcript-order); only the denied pair
+    goes, the Read stays."""
     t = Transcript()
     t.prompt("go")
     t.assistant(thinking(), tool_use("toolu_read", "Read", file_path="/a"), bash("toolu_deny", "curl x"))

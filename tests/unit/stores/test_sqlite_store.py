@@ -240,7 +240,7 @@ def test_last_context_counts_one_api_message_once(store: SqliteSessionStore) -> 
 
 
 def test_last_context_counts_one_api_message_not_its_entries() -> None:
-    """F-337: usage is per API message; parallel tool results between a reply's entries do not split it."""
+    """Usage is per API message; parallel tool results between a reply's entries do not split it."""
     partial = {"input_tokens": 10, "output_tokens": 1}
     final = {"input_tokens": 10, "output_tokens": 50}
     entries = [

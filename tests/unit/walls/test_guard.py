@@ -1,4 +1,5 @@
-"""The walls, called with hook-input dicts shaped as in SDK-FACTS §1 (issue #3, S-3, S-5, S-7, B-1, L-1)."""
+"""The walls, called with hook-input dicts shaped as in docs/sdk-notes.md#hook-inputs (issue #3, S-3, S-5,
+S-7, B-1, L-1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Layer three: spill on the spot (S-15..S-17, B-5), called with hook inputs shaped as in SDK-FACTS §1/§3/§9."""
+"""Layer three: spill on the spot (S-15..S-17, B-5), called with hook inputs shaped as in
+docs/sdk-notes.md#hook-inputs, #output-replacement, #large-bash-output."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def leftovers(wb: Workbench) -> list[str]:
     return [p.name for p in wb.spill.iterdir() if p.name.endswith(".tmp") or p.name.startswith(".")]
 
 
-# --- the shapes per tool (S-15, SDK-FACTS §3) ---------------------------------------------------
+# --- the shapes per tool (S-15, docs/sdk-notes.md#output-replacement) ---------------------------
 
 
 @pytest.mark.anyio
@@ -190,7 +191,7 @@ async def test_a_pointer_never_replaces_something_shorter(wb: Workbench) -> None
     assert os.listdir(wb.spill) == []
 
 
-# --- Bash output the CLI persisted itself (SDK-FACTS §9, B-5) -----------------------------------
+# --- Bash output the CLI persisted itself (docs/sdk-notes.md#large-bash-output, B-5) ------------
 
 
 @pytest.mark.anyio
@@ -274,7 +275,7 @@ async def test_a_failed_write_leaves_no_temp_file_and_the_output_unchanged(wb: W
     ],
 )
 async def test_reading_a_spill_file_passes_untouched(wb: Workbench, tool: str, tool_input: dict) -> None:
-    """S-16: else the read is spilled again, and the model loops (INVENTORY F-64)."""
+    """S-16: else the read is spilled again, and the model loops."""
     tool_input = {k: v.format(spill=wb.spill) if isinstance(v, str) else v for k, v in tool_input.items()}
     content = text_of(9000)
     response = {

@@ -27,7 +27,8 @@ CTX: Any = {"signal": None}
 
 
 def hook_input(event: str, tool: str, tool_input: dict[str, Any], cwd: Path, agent: str | None = None) -> dict:
-    """A hook input shaped as the CLI sends it (SDK-FACTS §1): subagent calls add agent_id/agent_type."""
+    """A hook input shaped as the CLI sends it (docs/sdk-notes.md#hook-inputs): subagent calls add
+    agent_id/agent_type."""
     more: dict[str, Any] = {}
     if event == "PostToolUse":
         more = {"tool_response": {"type": "create", "filePath": tool_input.get("file_path")}, "duration_ms": 3}
@@ -47,7 +48,7 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-# --- location and layout (S-10, F-87) -----------------------------------------------------------
+# --- location and layout (S-10) -----------------------------------------------------------------
 
 
 def test_default_location_is_inside_the_workspace_and_ensure_creates_the_folders(ws: Path) -> None:
@@ -240,7 +241,7 @@ def test_placement_user_splits_rules_and_listing_system_keeps_both_in_the_system
         wb.system_append("prompt")  # type: ignore[arg-type]
 
 
-# --- index_guard (S-11, F-65) -------------------------------------------------------------------
+# --- index_guard (S-11) -------------------------------------------------------------------------
 
 
 async def _write(wb: Workbench, ws: Path, file_path: str, agent: str | None = None) -> dict:
@@ -342,7 +343,7 @@ def test_workbench_hooks_are_ready_made_matchers(ws: Path) -> None:
 
 
 def _tool_use(uid: str, name: str, tool_input: dict[str, Any], cwd: Path) -> dict[str, Any]:
-    """An assistant transcript entry holding one tool_use block (SDK-FACTS §4)."""
+    """An assistant transcript entry holding one tool_use block (docs/sdk-notes.md#transcript-order)."""
     return {
         "type": "assistant",
         "cwd": str(cwd),
