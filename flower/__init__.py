@@ -8,24 +8,19 @@ imported on first use, so `import flower` loads neither the PostgreSQL driver no
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from flower.agent.options import build_options
-from flower.agent.spec import AgentSpec
 from flower.agent.compact import CompactPolicy
 from flower.agent.events import Event, OnEvent
-from flower.agent.options import spec_guards
-from flower.walls.guard import delegate_guard, merge_hooks, whitelist_guard
-from flower.runtime.handoff import HandoffPolicy
-from flower.runtime.resilience import RetryPolicy, classify
+from flower.agent.options import build_options, spec_guards
 from flower.agent.roles import coordinator, worker
-from flower.runtime.config import RuntimeConfig, resolve_config
-from flower.runtime.refresh import RefreshPolicy
-from flower.runtime.runtime import Runtime, StepResult
-from flower.workbench.spill import spill_guard
-from flower.workbench.bench import Workbench, index_guard, relay_guard, workbench_hooks
-from flower.errors import ConfigError, FlowerError, ScriptError, StoreError
-from flower.errors import FlowError
+from flower.agent.spec import AgentSpec
+from flower.errors import ConfigError, FlowerError, FlowError, ScriptError, StoreError
 from flower.flow.step import Step, StepAbort, parallel
 from flower.human import Brief, Goal, HumanChannel, Verdict, clarify_step, goal_step, with_goal
+from flower.runtime.config import RuntimeConfig, resolve_config
+from flower.runtime.handoff import HandoffPolicy
+from flower.runtime.refresh import RefreshPolicy
+from flower.runtime.resilience import RetryPolicy, classify
+from flower.runtime.runtime import Runtime, StepResult
 from flower.stores.jsonl import read_jsonl
 from flower.stores.rewrite import (
     EphemeralPolicy,
@@ -38,11 +33,14 @@ from flower.stores.rewrite import (
 )
 from flower.stores.sqlite import SqliteSessionStore
 from flower.stores.validate import validate
+from flower.walls.guard import delegate_guard, merge_hooks, whitelist_guard
+from flower.workbench.bench import Workbench, index_guard, relay_guard, workbench_hooks
+from flower.workbench.spill import spill_guard
 
 if _TYPE_CHECKING:
-    from flower.walls.glance.judge import is_ephemeral
-    from flower.stores.postgres import PostgresSessionStore
     from flower.flow.workflow import Context, Workflow
+    from flower.stores.postgres import PostgresSessionStore
+    from flower.walls.glance.judge import is_ephemeral
 
 __all__ = [
     "AgentSpec",

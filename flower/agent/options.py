@@ -29,10 +29,10 @@ from typing import Any, Literal
 
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, SessionStore
 
-from flower.walls.guard import Hooks, delegate_guard, fork_guard, mcp_guard, merge_hooks, whitelist_guard
-from flower.walls.dispatch import MARK
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
+from flower.walls.dispatch import MARK
+from flower.walls.guard import Hooks, delegate_guard, fork_guard, mcp_guard, merge_hooks, whitelist_guard
 
 __all__ = [
     "BUILTIN_AGENTS", "COORDINATOR_UNUSED", "OPTIONAL_BUILTINS", "build_options", "check_isolation", "isolated_types",

@@ -20,11 +20,11 @@ from typing import Any, Protocol
 from claude_agent_sdk import AgentDefinition, HookMatcher
 
 from flower import texts
-from flower.walls.guard import merge_hooks
-from flower.agent.spec import AgentSpec, Effort, PermissionMode, check_common, check_tools
 from flower.agent.compact import CompactPolicy
+from flower.agent.spec import AgentSpec, Effort, PermissionMode, check_common, check_tools
 from flower.errors import ConfigError
 from flower.walls.dispatch import mark_isolated
+from flower.walls.guard import merge_hooks
 
 __all__ = ["COORDINATOR_TOOLS", "WEB_TOOLS", "WORKER_TOOLS", "ToolChannel", "coordinator", "worker"]
 

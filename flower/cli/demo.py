@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from flower.agent.events import Event
-from flower.runtime.handoff import HandoffPolicy
 from flower.agent.roles import coordinator, worker
+from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.runtime import Runtime, StepResult
 from flower.stores.rewrite import EphemeralPolicy
 from flower.testing import ScriptedAPI, Usage, text, tool_use

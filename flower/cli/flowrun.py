@@ -32,8 +32,15 @@ from rich.console import Console
 
 from flower.agent.events import Event
 from flower.cli import options
-from flower.cli.launch import check_credentials, event_json, execute, read_prompt, resolve_target, runtime_config
-from flower.errors import ConfigError, FlowError, FlowerError
+from flower.cli.launch import (
+    check_credentials,
+    event_json,
+    execute,
+    read_prompt,
+    resolve_target,
+    runtime_config,
+)
+from flower.errors import ConfigError, FlowerError, FlowError
 from flower.util.loader import call
 
 if TYPE_CHECKING:

@@ -34,12 +34,12 @@ from typing import Any
 import click
 from rich.console import Console
 
+from flower.agent.events import Event
 from flower.cli import options
 from flower.cli.launch import check_credentials, event_json, runtime_config
-from flower.util.confined import read_note, replace_text
-from flower.agent.events import Event
 from flower.errors import ConfigError
 from flower.report.text import fit, sanitize, wrap
+from flower.util.confined import read_note, replace_text
 
 __all__ = ["go"]
 
@@ -234,11 +234,11 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     from dataclasses import replace
 
     from flower.agent.options import check_isolation
-    from flower.runtime.runtime import Runtime
     from flower.flow.signals import guard
     from flower.go.flow import GoOptions, lead_spec, starter_flow
     from flower.human.channel import HumanChannel
     from flower.human.judge import GoalStep
+    from flower.runtime.runtime import Runtime
 
     tty = sys.stdin.isatty() and sys.stdout.isatty() and not as_json
     # the run's model and budget are the go flow's own (GoOptions), not an override of every spec

@@ -159,11 +159,11 @@ def execute(
 
     import anyio
 
-    from flower.report.rundata import resolve_session
-    from flower.stores.opening import close_store, open_store
-    from flower.runtime.runtime import Runtime
     from flower.cli.live import LiveView
     from flower.cli.otel import otlp_tracing
+    from flower.report.rundata import resolve_session
+    from flower.runtime.runtime import Runtime
+    from flower.stores.opening import close_store, open_store
 
     check_credentials(os.environ)
     base = open_store(store, None, create=True) if store else None

@@ -31,9 +31,8 @@ from rich.live import Live
 from rich.text import Text
 
 from flower.agent.eventinfo import spill_pattern, usage_of
-from flower.agent.usage import message_cost
 from flower.agent.events import Event
-from flower.agent.usage import message_context
+from flower.agent.usage import message_context, message_cost
 from flower.report.text import fit, format_elapsed, format_tokens, sanitize
 
 __all__ = ["LiveView", "spill_pattern"]

@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-from flower.runtime import tracing
 from flower.errors import ConfigError
+from flower.runtime import tracing
 
 __all__ = ["otlp_endpoint", "otlp_tracing"]
 

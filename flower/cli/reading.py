@@ -102,8 +102,8 @@ def preview(session_id: str, run_dir: str, store: str | None, as_json: bool, ful
     the rewrite costs and saves in cache."""
     from flower.report.preview import build_preview, preview_json
     from flower.report.rundata import load_session
-    from flower.stores.opening import close_store, open_store
     from flower.report.terminal import print_preview
+    from flower.stores.opening import close_store, open_store
 
     base = open_store(store, Path(run_dir))
     try:
@@ -146,8 +146,8 @@ def sessions_list(run_dir: str = "runs", store: str | None = None, workspace: st
                   as_json: bool = False) -> None:
     """Every main session of the run dir's projects, oldest first."""
     from flower.report.rundata import session_rows
-    from flower.stores.opening import close_store, open_store
     from flower.report.terminal import print_sessions
+    from flower.stores.opening import close_store, open_store
 
     base = open_store(store, Path(run_dir))
     try:
@@ -168,8 +168,8 @@ def sessions_list(run_dir: str = "runs", store: str | None = None, workspace: st
 def sessions_show(session_id: str, run_dir: str, store: str | None, as_json: bool) -> None:
     """One session: its key, size, turns, context, subagents and manifest steps."""
     from flower.report.rundata import load_session
-    from flower.stores.opening import close_store, open_store
     from flower.report.terminal import print_session
+    from flower.stores.opening import close_store, open_store
 
     base = open_store(store, Path(run_dir))
     try:

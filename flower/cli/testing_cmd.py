@@ -43,8 +43,8 @@ def serve_env(api: Any, home: Path) -> dict[str, str]:
 
 
 def _load(path: Path, port: int = 0) -> Any:
-    from flower.util.loader import import_file as _import_file
     from flower.testing import ScriptedAPI
+    from flower.util.loader import import_file as _import_file
 
     module = _import_file(path)
     main = getattr(module, "main", None)

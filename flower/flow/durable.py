@@ -39,14 +39,14 @@ from filelock import FileLock, Timeout
 
 from flower import texts
 from flower.agent.events import Event, OnEvent, emit
-from flower.runtime.config import RuntimeConfig
-from flower.runtime.runtime import Runtime
-from flower.runtime.steps import StepResult
 from flower.errors import ConfigError, FlowError
 from flower.flow import engine
 from flower.flow.execution import as_definition, execute, member
 from flower.flow.executor import Attempt, Branch, Definition
 from flower.flow.isolation import branch_runtime, safe_name
+from flower.runtime.config import RuntimeConfig
+from flower.runtime.runtime import Runtime
+from flower.runtime.steps import StepResult
 from flower.stores.opening import open_store
 from flower.util.loader import load_target
 from flower.util.oneline import first_line

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flower.errors import ConfigError, FlowError, FlowerError
+from flower.errors import ConfigError, FlowerError, FlowError
 from flower.flow.context import Context, StepContext, Updates, fresh
 from flower.flow.executor import Attempt, Branch, Definition, Executor
 from flower.flow.step import _UNSET, Parallel, Step, StepAbort

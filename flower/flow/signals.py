@@ -24,8 +24,8 @@ from datetime import datetime, timezone
 from types import FrameType
 from typing import Any
 
-from flower.runtime.steps import append_manifest
 from flower.flow.durable import Live, live_runs
+from flower.runtime.steps import append_manifest
 
 __all__ = ["REMARK_PROMPT", "guard", "record_interrupted"]
 

@@ -20,17 +20,17 @@ from typing import Any
 
 from flower import texts
 from flower.agent.roles import coordinator, worker
-from flower.util.sections import labelled_sections
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 from flower.flow.context import StepContext
-from flower.runtime.steps import StepResult
 from flower.flow.step import Step
 from flower.flow.workflow import Workflow
 from flower.go.bequest import Bequest, write_bequest
 from flower.human.channel import HumanChannel
 from flower.human.clarify import ClarifyStep, step_runtime
 from flower.human.judge import GoalStep, with_goal
+from flower.runtime.steps import StepResult
+from flower.util.sections import labelled_sections
 
 __all__ = ["BEQUEST_ALIASES", "NAME", "GoOptions", "lead_spec", "parse_bequest", "starter_flow"]
 

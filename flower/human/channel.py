@@ -33,12 +33,12 @@ from typing import Any
 from claude_agent_sdk import HookMatcher, McpSdkServerConfig
 
 from flower import texts
-from flower.util.confined import append_text
 from flower.agent.events import Event
 from flower.errors import ConfigError
 from flower.human.mailbox import Letter, Mailbox, PostgresMailbox, open_mailbox, pending_questions
 from flower.human.records import Ask, AskState, Mail, stamp
 from flower.human.tools import main_thread_only, make_server
+from flower.util.confined import append_text
 from flower.util.oneline import one_line
 
 __all__ = ["Ask", "AskState", "HumanChannel", "Mail"]

@@ -27,15 +27,15 @@ from typing import Any
 
 from flower import texts
 from flower.agent.events import OnEvent
-from flower.runtime.runtime import Runtime
 from flower.agent.spec import AgentSpec
-from flower.runtime.steps import StepResult
 from flower.errors import ConfigError
 from flower.flow.context import StepContext
 from flower.flow.step import Step
 from flower.human.channel import HumanChannel
 from flower.human.documents import Brief
 from flower.human.roles import clarifier
+from flower.runtime.runtime import Runtime
+from flower.runtime.steps import StepResult
 
 __all__ = ["BRIEF_FILE", "ClarifyOutcome", "ClarifyStep", "clarify_step", "default_path", "step_events", "step_runtime"]
 

@@ -29,18 +29,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flower import texts
-from flower.util.confined import append_text, read_note, replace_text
 from flower.agent.events import Event, OnEvent, emit
 from flower.agent.spec import AgentSpec
-from flower.runtime.steps import StepResult
 from flower.errors import ConfigError
 from flower.flow.context import StepContext
-from flower.runtime.runtime import Runtime
 from flower.flow.step import Step, StepAbort
 from flower.human.channel import HumanChannel
 from flower.human.clarify import default_path, step_events, step_runtime
 from flower.human.documents import Brief, Goal, Verdict
 from flower.human.roles import goal_setter, judge
+from flower.runtime.runtime import Runtime
+from flower.runtime.steps import StepResult
+from flower.util.confined import append_text, read_note, replace_text
 
 __all__ = [
     "GOAL_FILE",

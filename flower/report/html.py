@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from flower.report.analysis import Report
-from flower.report.timeline import Arrow, Timeline
 from flower.report.text import format_tokens
+from flower.report.timeline import Arrow, Timeline
 
 __all__ = ["render_html"]
 

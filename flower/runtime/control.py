@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 from claude_agent_sdk import (
+    TERMINAL_TASK_STATUSES,
     ClaudeSDKClient,
     TaskNotificationMessage,
     TaskStartedMessage,
     TaskUpdatedMessage,
-    TERMINAL_TASK_STATUSES,
 )
 
 __all__ = ["Steering", "Tasks"]

@@ -36,10 +36,10 @@ from typing import Any
 
 from flower import texts
 from flower.agent.compact import CompactMode, CompactPolicy
-from flower.util.sections import parse_sections
 from flower.agent.usage import message_context
-from flower.util.confined import Confined
 from flower.errors import ConfigError
+from flower.util.confined import Confined
+from flower.util.sections import parse_sections
 
 __all__ = [
     "CompactMode",

@@ -23,10 +23,9 @@ from flower import texts
 from flower.agent.events import Event, emit
 from flower.runtime.decide import Limits, Move, State, decide, saved_note
 from flower.runtime.handoff import save_handoff
+from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome
 from flower.runtime.resilience import endpoint_of, probe_target, wait_for_endpoint
-from flower.runtime.host import Host, Step
-
 
 __all__ = ["Ending", "run_step"]
 

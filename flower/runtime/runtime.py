@@ -27,21 +27,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, project_key_for_directory, SessionStore
+from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, SessionStore, project_key_for_directory
 
 from flower.agent.events import Event, OnEvent, emit
 from flower.agent.options import build_options, check_isolation
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 from flower.runtime.config import RuntimeConfig, RuntimeOptions
+from flower.runtime.control import Steering
 from flower.runtime.handoff import ContextMeter, HandoffPolicy, overflow_window
+from flower.runtime.host import Step
+from flower.runtime.layers import Generations, Layer, Spill, TurnStop, Walls, WorkbenchLayer, fold
 from flower.runtime.loops import run_step
 from flower.runtime.outcome import Outcome
 from flower.runtime.refresh import RefreshPolicy
 from flower.runtime.resilience import RetryPolicy
-from flower.runtime.control import Steering
-from flower.runtime.host import Step
-from flower.runtime.layers import fold, Generations, Layer, Spill, TurnStop, Walls, WorkbenchLayer
 from flower.runtime.session import Session
 from flower.runtime.steps import StepResult, append_manifest
 from flower.runtime.stream import EventStream

@@ -45,13 +45,12 @@ from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput
 from flower import texts
 from flower.agent.events import Event, emit, to_events
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
+from flower.runtime.control import Tasks
 from flower.runtime.handoff import degraded_handoff, parse_handoff
+from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome, outcome_kind
 from flower.runtime.refresh import CHARS_PER_TOKEN
 from flower.runtime.resilience import endpoint_of, endpoint_reachable, probe_target, worker_cut_off
-from flower.runtime.control import Tasks
-from flower.runtime.host import Host, Step
-
 
 __all__ = ["Session"]
 

@@ -31,8 +31,8 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-from importlib import metadata
 from collections.abc import Iterator
+from importlib import metadata
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, Tracer, TracerProvider

@@ -33,8 +33,8 @@ Nothing here touches compaction summaries or meta entries, or removes a block wi
 
 from __future__ import annotations
 
-import json
 import hashlib
+import json
 import uuid as uuidlib
 from typing import Any
 

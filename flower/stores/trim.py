@@ -42,11 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from flower import texts
-from flower.util.confined import Confined, resolve_inside
 from flower.errors import ConfigError, UnsafePathError
 from flower.stores._plan import Plan, RewriteDetail, RewriteReport, run_alone
 from flower.stores._transcript import Entry, TranscriptIndex, is_protected, result_text
 from flower.stores.prune import find_interrupted
+from flower.util.confined import Confined, resolve_inside
 
 __all__ = [
     "EphemeralPolicy",
@@ -88,7 +88,9 @@ class EphemeralPolicy:
     def resolved_predicate(self) -> Callable[[str], bool]:
         if self.predicate is not None:
             return self.predicate
-        from flower.walls.glance.judge import is_ephemeral  # lazy: glance parses shell, stores should not need it
+        from flower.walls.glance.judge import (
+            is_ephemeral,  # lazy: glance parses shell, stores should not need it
+        )
 
         return is_ephemeral
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 import struct
+import sys
 import threading
 import time
 from collections.abc import Mapping

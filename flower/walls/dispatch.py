@@ -17,7 +17,6 @@ from typing import Any
 
 from claude_agent_sdk import AgentDefinition, HookContext, HookInput, HookJSONOutput, HookMatcher
 
-
 __all__ = ["MARK", "Rewrite", "dispatch_guard", "isolation_input", "mark_isolated"]
 
 Rewrite = Callable[[Mapping[str, Any]], "dict[str, Any] | None"]

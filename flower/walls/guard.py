@@ -104,8 +104,8 @@ def delegate_guard(
 def _glance(input_data: HookInput, reason: str) -> HookJSONOutput:
     """Let a main-thread Bash glance run (git pinned), or deny it with the reason it is not one."""
     # Imported on the first Bash call: the shell parser's tables cost ~150 ms to build.
-    from flower.walls.glance.judge import describe_refusal, harden_git
     from flower.walls.glance.git import filter_pins
+    from flower.walls.glance.judge import describe_refusal, harden_git
     from flower.walls.glance.options import Refusal
 
     tool_input = tool_input_of(input_data)

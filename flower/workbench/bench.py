@@ -32,8 +32,8 @@ from claude_agent_sdk import HookContext, HookInput, HookJSONOutput, HookMatcher
 from claude_agent_sdk.types import HookEvent
 
 from flower import texts
-from flower.util.confined import Confined, resolve_inside
 from flower.errors import ConfigError, UnsafePathError
+from flower.util.confined import Confined, resolve_inside
 
 __all__ = [
     "Entry",

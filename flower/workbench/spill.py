@@ -32,10 +32,10 @@ from claude_agent_sdk import HookContext, HookInput, HookJSONOutput, HookMatcher
 from claude_agent_sdk.types import HookEvent
 
 from flower import texts
+from flower.errors import ConfigError, UnsafePathError
 from flower.util.confined import Confined, TempFile
 from flower.workbench.bench import Workbench, escape, inside
 from flower.workbench.stats import simple_commands
-from flower.errors import ConfigError, UnsafePathError
 
 __all__ = [
     "BULKY",

@@ -21,8 +21,8 @@ their rules use `order="permute"`; git's own options end at the subcommand.
 from __future__ import annotations
 
 import os
-import shlex
 import re
+import shlex
 import subprocess
 from dataclasses import replace
 

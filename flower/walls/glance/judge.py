@@ -71,10 +71,14 @@ import bashlex
 
 from flower import texts
 from flower.walls.glance.git import GIT_PINS, check_git_words
-from flower.walls.glance.options import Args, Refusal as _Refuse, Rule, Word, each_reading, literal as _literal, parse
+from flower.walls.glance.options import Args, Rule, Word, each_reading, parse
+from flower.walls.glance.options import Refusal as _Refuse
+from flower.walls.glance.options import literal as _literal
 from flower.walls.glance.paths import device_word, inet_word, root_word, special_file
 from flower.walls.glance.rules import COMMANDS, check_widths, option_values, reads_stdin
-from flower.walls.glance.words import GAP as _GAP, KINDS as _KINDS, word as _word
+from flower.walls.glance.words import GAP as _GAP
+from flower.walls.glance.words import KINDS as _KINDS
+from flower.walls.glance.words import word as _word
 
 __all__ = [
     "COMMANDS",

@@ -27,11 +27,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from flower.walls.glance.awk import awk_program_ok, check_awk, check_awk_assignment
 from flower.walls.glance.git import GIT_RULE
+from flower.walls.glance.jq import check_jq
 from flower.walls.glance.options import Args, Refusal, Rule, Word, literal
 from flower.walls.glance.paths import numeric_local
-from flower.walls.glance.jq import check_jq
-from flower.walls.glance.awk import awk_program_ok, check_awk, check_awk_assignment
 from flower.walls.glance.sed import check_sed, sed_script_ok
 
 __all__ = [

@@ -48,8 +48,8 @@ async def test_a_refresh_waits_for_running_tasks_and_then_for_what_was_missing(
     already dropped, is the e2e test's: `tests/e2e/test_refresh_e2e.py` fails without the subtraction.)"""
     from flower.agent.spec import AgentSpec
     from flower.runtime.handoff import ContextMeter
-    from flower.runtime.runtime import Runtime
     from flower.runtime.host import Step
+    from flower.runtime.runtime import Runtime
     from flower.runtime.session import Session
     from flower.runtime.tally import Tally
 
