@@ -96,6 +96,26 @@ def _merged_web_tools(workers: Mapping[str, AgentDefinition]) -> list[str]:
     return [tool for tool in WEB_TOOLS if any(tool in (w.tools or ()) for w in workers.values())]
 
 
+def _check_coordinator(name: str, instructions: object, workers: object, glance_tools: object) -> None:
+    """One line naming the coordinator for each argument of the wrong kind, before anything is built."""
+    if not isinstance(workers, Mapping):
+        raise ConfigError(f"coordinator {name!r}: workers must be a mapping of name -> worker(...), not "
+                          f"{type(workers).__name__}")
+    if not workers:
+        raise ConfigError(f"coordinator {name!r} needs at least one worker to dispatch to")
+    for key, value in workers.items():
+        if not isinstance(key, str) or not key.strip():
+            raise ConfigError(f"coordinator {name!r}: worker names must be non-empty strings, not {key!r}")
+        if not isinstance(value, AgentDefinition):
+            raise ConfigError(f"coordinator {name!r}: worker {key!r} is a {type(value).__name__}, expected "
+                              "worker(description, prompt, ...) (an AgentDefinition)")
+    if not isinstance(instructions, str):
+        raise ConfigError(f"coordinator {name!r}: instructions must be a string, not {type(instructions).__name__}")
+    if isinstance(glance_tools, str):
+        raise ConfigError(f"coordinator {name!r}: glance_tools must be a list of MCP tool names, not the string "
+                          f"{glance_tools!r}")
+
+
 def coordinator(
     name: str,
     instructions: str,
@@ -124,23 +144,8 @@ def coordinator(
     `mcp_servers`, its tools are approved and named glance-safe, so the main-thread wall lets them through
     while it denies every other MCP tool. Asking is a main-thread act: a worker that needs a decision reports it.
     """
-    if not isinstance(workers, Mapping):
-        raise ConfigError(f"coordinator {name!r}: workers must be a mapping of name -> worker(...), not "
-                          f"{type(workers).__name__}")
-    if not workers:
-        raise ConfigError(f"coordinator {name!r} needs at least one worker to dispatch to")
-    for key, value in workers.items():
-        if not isinstance(key, str) or not key.strip():
-            raise ConfigError(f"coordinator {name!r}: worker names must be non-empty strings, not {key!r}")
-        if not isinstance(value, AgentDefinition):
-            raise ConfigError(f"coordinator {name!r}: worker {key!r} is a {type(value).__name__}, expected "
-                              "worker(description, prompt, ...) (an AgentDefinition)")
-    if not isinstance(instructions, str):
-        raise ConfigError(f"coordinator {name!r}: instructions must be a string, not {type(instructions).__name__}")
+    _check_coordinator(name, instructions, workers, glance_tools)
     allowed = list(COORDINATOR_TOOLS) + (["Bash"] if glance else []) + _merged_web_tools(workers)
-    if isinstance(glance_tools, str):
-        raise ConfigError(f"coordinator {name!r}: glance_tools must be a list of MCP tool names, not the string "
-                          f"{glance_tools!r}")
     allowed += [tool for tool in glance_tools if tool not in allowed]
     servers, extra_env = dict(mcp_servers or {}), dict(env or {})
     if channel is not None:
