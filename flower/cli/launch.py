@@ -26,6 +26,7 @@ from flower.util.loader import load_target as resolve_target
 
 if TYPE_CHECKING:
     from flower.runtime.config import RuntimeConfig
+    from flower.runtime.runtime import Runtime
 
 __all__ = ["check_credentials", "cli_env", "execute", "load_spec", "read_prompt", "resolve_target", "runtime_config"]
 
@@ -148,6 +149,21 @@ def interrupted_message(session: str | None, again: str) -> str:
             f"  {again} --resume {session[:8]}")
 
 
+def _stored_session(runtime: Runtime, resume: str | None) -> str | None:
+    """The stored session `resume` names: its full id, or a unique prefix of one; one line when none or many."""
+    from flower.report.rundata import resolve_session
+
+    find = getattr(runtime.store, "find_session", None)
+    if resume and callable(find) and find(resume) is None:
+        try:  # a unique prefix of a stored session id names it
+            return resolve_session(runtime.store, resume, runtime.run_dir, runtime.workspace)
+        except ConfigError as exc:
+            if "ambiguous" in str(exc):
+                raise
+            raise ConfigError(f"unknown session {resume}: nothing to resume") from None
+    return resume
+
+
 def execute(
     spec: Any, prompt: str, *, workspace: str, run_dir: str, store: str | None, resume: str | None,
     otlp: str | None = None, as_json: bool = False, again: str = "flower run",
@@ -161,7 +177,6 @@ def execute(
 
     from flower.cli.live import LiveView
     from flower.cli.otel import otlp_tracing
-    from flower.report.rundata import resolve_session
     from flower.runtime.runtime import Runtime
     from flower.stores.opening import close_store, open_store
 
@@ -171,14 +186,7 @@ def execute(
     config = dataclasses.replace(runtime_config(run_dir=run_dir, otlp=otlp), model=None, budget=None)
     runtime = Runtime(workspace, config=config, store=base)
     try:
-        find = getattr(runtime.store, "find_session", None)
-        if resume and callable(find) and find(resume) is None:
-            try:  # a unique prefix of a stored session id names it
-                resume = resolve_session(runtime.store, resume, runtime.run_dir, runtime.workspace)
-            except ConfigError as exc:
-                if "ambiguous" in str(exc):
-                    raise
-                raise ConfigError(f"unknown session {resume}: nothing to resume") from None
+        resume = _stored_session(runtime, resume)
         threshold = runtime.threshold(spec)
         seen = _SessionSeen(resume)
         try:
