@@ -25,11 +25,10 @@ import re
 import shutil
 import sys
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -39,87 +38,20 @@ from flower.cli import options
 from flower.cli.launch import check_credentials, event_json, runtime_config
 from flower.errors import ConfigError
 from flower.report.text import fit, sanitize, wrap
-from flower.util.confined import read_note, replace_text
+from flower.util.confined import read_note
+
+if TYPE_CHECKING:
+    from flower.flow.workflow import Workflow
+    from flower.go.flow import GoOptions
+    from flower.go.wake import Wake
+    from flower.human.channel import HumanChannel
+    from flower.runtime.runtime import Runtime
 
 __all__ = ["go"]
-
-STATE = "go.json"
-"""In the run dir: the request the run started from and how many times it was woken."""
-ARCHIVED = ("brief.md", "goal.md", "go-questions.md", "human-questions.md")
-
-
-@dataclass
-class Wake:
-    run_id: str
-    number: int
-    request: str
 
 
 def _fail(message: str) -> None:
     raise ConfigError(message)
-
-
-def _read_state(run_dir: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(read_note(run_dir / STATE) or "")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _write_state(run_dir: Path, data: dict[str, Any]) -> None:
-    replace_text(run_dir / STATE, json.dumps(data, ensure_ascii=False, indent=1))  # a fresh temp file, renamed
-
-
-def _go_runs(run_dir: Path, workspace: Path) -> list[Any]:
-    """This workspace's go runs in `run_dir`, oldest first."""
-    from flower.flow.runs import list_runs
-
-    if not (run_dir / "dbos.sqlite").exists():
-        return []
-    return [r for r in list_runs(run_dir) if r.workflow == "go" and Path(r.workspace or ".") == workspace]
-
-
-def _archive(notes: Path, run_dir: Path) -> Path | None:
-    """Move brief, goal, judge rounds and the run state under notes/archive/<time>/; None when nothing was there."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    archive = notes / "archive"
-    if archive.is_symlink() or (archive.exists() and not archive.is_dir()):
-        _fail(f"{archive} is a symlink or not a folder: flower moves the brief only into a real folder there")
-    target = archive / stamp
-    moved = False
-    for path in [notes / name for name in ARCHIVED] + sorted(notes.glob("*-round*.md")) + [run_dir / STATE]:
-        if path.is_file() and not path.is_symlink():
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(path), target / path.name)
-            moved = True
-    return target if moved else None
-
-
-def _banner(wake: Wake, notes: Path, run_dir: Path) -> list[str]:
-    from flower.human.documents import Brief, Goal
-
-    brief = Brief.load(notes / "brief.md")
-    goal = Goal.load(notes / "goal.md")
-    lines = [f"<- waking run {wake.run_id} (wake {wake.number})"]
-    lines.append("   brief: " + ("confirmed" if brief is not None and brief.complete else "not yet confirmed"))
-    lines.append(f"   goal: {len(goal.checks)} items" if goal is not None else "   goal: not set yet")
-    work = _last_work_row(run_dir)
-    if work:
-        context = work.get("context")
-        where = f" at {context:,} tokens of context" if isinstance(context, int) else ""
-        lines.append(f"   work session {str(work.get('session_id') or '?')[:8]}{where}")
-    return lines
-
-
-def _last_work_row(run_dir: Path) -> dict[str, Any]:
-    try:
-        rows = json.loads(read_note(run_dir / "manifest.json", limit=64 << 20) or "")
-    except ValueError:
-        return {}
-    work = [r for r in rows if isinstance(r, dict) and str(r.get("step", "")).startswith("work")] \
-        if isinstance(rows, list) else []
-    return work[-1] if work else {}
 
 
 def _ask_line(prompt: str) -> str:
@@ -234,10 +166,9 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     from dataclasses import replace
 
     from flower.agent.options import check_isolation
-    from flower.flow.signals import guard
+    from flower.go import wake as waking
     from flower.go.flow import GoOptions, lead_spec, starter_flow
     from flower.human.channel import HumanChannel
-    from flower.human.judge import GoalStep
     from flower.runtime.runtime import Runtime
 
     tty = sys.stdin.isatty() and sys.stdout.isatty() and not as_json
@@ -247,109 +178,121 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     notes = Path(runtime.workbench.notes) if runtime.workbench is not None else runs
     options = GoOptions(rounds=rounds, no_goal=no_goal, clarify_only=clarify_only, isolate=isolate,
                         judge_can_run=judge_can_run, model=model, budget=budget)
-    # The flags that shape the workflow's steps: a woken run must be given the same ones.
-    shape = {"rounds": rounds, "no_goal": no_goal, "clarify_only": clarify_only, "isolate": isolate,
-             "judge_can_run": judge_can_run}
     screen = _Screen(as_json=as_json, threshold=None, interactive=tty)
-    history = _go_runs(runs, ws)
-    live = [r for r in history if r.state == "running"]
-    if live:  # never archive or cancel under a live process, nor append to its brief
-        _fail(f"run {live[-1].run_id} is running in another process; talk to it with "
-              f"`flower say {runs} TEXT` or `flower answer {runs} TEXT`")
-    state = {} if new else _read_state(runs)
-    if new:  # the earlier runs end here, or a later `flower go` would wake one of them again
-        from flower.flow.runs import cancel_run
-
-        where = _archive(notes, runs)
-        if where is not None:
-            screen.say(f"archived the earlier brief, goal and run state to {where}")
-        for row in history:
-            if row.state == "interrupted":
-                cancel_run(runs, None, row.run_id)
-        history = []
-    prior = next((r.run_id for r in reversed(history) if r.state == "interrupted"), None)
-    if prior is not None and state.get("options") not in (None, shape):
-        _fail(f"run {prior} was started with other flags ({state['options']}); wake it with the same flags, "
-              "or start over with --new")
-    if prior is None and history and (notes / "brief.md").exists():
-        ended = history[-1] if history else None
-        why = f"the last run ({ended.run_id}) {ended.state}" if ended is not None else "a brief from an earlier run"
-        _fail(f"{why}; its brief is in {notes / 'brief.md'}: start over with --new" + (
-            f' "{text}"' if text else ' "what to do"'))
-    wake = None
-    if prior is not None:
-        wakes = state.get("wakes", 0)
-        wake = Wake(prior, (wakes if isinstance(wakes, int) else 0) + 1, str(state.get("request") or text))
+    decided = waking.plan(runs, ws, notes, waking.shape(options), new=new, text=text)
+    if decided.archived is not None:
+        screen.say(f"archived the earlier brief, goal and run state to {decided.archived}")
+    wake = decided.wake
     if wake is None and not text:
-        if not tty:
-            _fail("give the request as an argument: flower go \"what should be done\"")
-        text = _ask_line("what should be done? (one sentence, Enter to start) > ").strip()
-        if not text:
-            _fail("an empty request: say in one sentence what should be done")
+        text = _ask_request(tty)
     channel = HumanChannel(max_asks=asks, timeout_s=timeout, on_event=screen).bind(runtime)
     lead = lead_spec(channel, options)
     check_isolation(lead, ws)
     screen.view.threshold = runtime.threshold(lead)
     request = wake.request if wake is not None else text
-    _write_state(runs, {"request": request, "wakes": wake.number if wake is not None else 0,
-                        "workspace": str(ws), "options": shape})
+    waking.record(runs, ws, waking.shape(options), wake, request)
     if wake is not None:
-        for line in _banner(wake, notes, runs):
-            screen.say(line)
-        # Mail: appended to the brief at once, and the coordinator reads it at its next inbox call.
-        if text and channel.send(text, source="terminal") is not None:
-            screen.say("+ appended to the brief; the goal is derived again from it")
-    workflow = starter_flow(request, channel, options)
-
-    stopped: dict[str, float] = {}
-
-    async def main() -> Any:
-        if wake is not None and text and not no_goal and (notes / "goal.md").exists():
-            # The brief file as written, with what was added to it (a `Brief` keeps its four sections only).
-            brief = read_note(notes / "brief.md") or ""
-            await GoalStep(always_set=True, can_run=judge_can_run).run(runtime, brief, on_event=screen)
-        loop = asyncio.get_running_loop()
-        work: asyncio.Future[Any] = loop.create_future()
-
-        def on_event(event: Event) -> None:
-            screen(event)
-            if budget is not None and screen.cost >= budget and "budget" not in stopped:
-                stopped["budget"] = screen.cost
-                loop.call_soon_threadsafe(work.cancel)
-
-        work = asyncio.ensure_future(workflow.run(runtime, on_event=on_event, new=new, verbose=verbose))
-        line = reader = None
-        if tty:
-            from flower.cli.console import InputLine
-
-            line = InputLine(channel, interrupt=runtime.interrupt, stop=partial(_cancel, work),
-                             status=lambda: fit(screen.view.status_line(), screen.width() - 1), say=screen.say)
-            reader = asyncio.ensure_future(_patched(line))
-        try:
-            return await work
-        finally:
-            if line is not None and reader is not None:
-                line.close()
-                await asyncio.gather(reader, return_exceptions=True)
-
+        _greet(wake, text, channel, screen, notes, runs)
+    go = _Go(runtime, screen, channel, starter_flow(request, channel, options), options, tty=tty, new=new,
+             verbose=verbose, regoal=wake is not None and bool(text) and not no_goal and (notes / "goal.md").exists())
     again = f"flower go -w {ws}" + ("" if runs == ws / "runs" else f" -r {runs}")
     started = time.time()
+    ctx = _execute(go, notes, again)
+    _summary(ctx, screen, runtime, ws, notes, started)
+
+
+def _ask_request(tty: bool) -> str:
+    """The request typed on one line, when none was given and there is no run to wake."""
+    if not tty:
+        _fail("give the request as an argument: flower go \"what should be done\"")
+    text = _ask_line("what should be done? (one sentence, Enter to start) > ").strip()
+    if not text:
+        _fail("an empty request: say in one sentence what should be done")
+    return text
+
+
+def _greet(wake: Wake, text: str, channel: HumanChannel, screen: _Screen, notes: Path, runs: Path) -> None:
+    """The wake banner, and what the human typed on waking sent as mail."""
+    from flower.go.wake import banner
+
+    for line in banner(wake, notes, runs):
+        screen.say(line)
+    # Mail: appended to the brief at once, and the coordinator reads it at its next inbox call.
+    if text and channel.send(text, source="terminal") is not None:
+        screen.say("+ appended to the brief; the goal is derived again from it")
+
+
+@dataclass
+class _Go:
+    """One `flower go` process's run, ready to start: what `_main` needs."""
+
+    runtime: Runtime
+    screen: _Screen
+    channel: HumanChannel
+    workflow: Workflow
+    options: GoOptions
+    tty: bool
+    new: bool
+    verbose: bool
+    regoal: bool
+    """Derive the goal again first: the human added to the brief on waking a run that has a goal."""
+    stopped: dict[str, float] = field(default_factory=dict)
+    """"budget": the cost at which the run was stopped for going past `options.budget`."""
+
+
+async def _main(go: _Go, notes: Path) -> Any:
+    from flower.human.judge import GoalStep
+
+    if go.regoal:
+        # The brief file as written, with what was added to it (a `Brief` keeps its four sections only).
+        brief = read_note(notes / "brief.md") or ""
+        await GoalStep(always_set=True, can_run=go.options.judge_can_run).run(go.runtime, brief, on_event=go.screen)
+    loop = asyncio.get_running_loop()
+    work: asyncio.Future[Any] = loop.create_future()
+    budget = go.options.budget
+
+    def on_event(event: Event) -> None:
+        go.screen(event)
+        if budget is not None and go.screen.cost >= budget and "budget" not in go.stopped:
+            go.stopped["budget"] = go.screen.cost
+            loop.call_soon_threadsafe(work.cancel)
+
+    work = asyncio.ensure_future(go.workflow.run(go.runtime, on_event=on_event, new=go.new, verbose=go.verbose))
+    line = reader = None
+    if go.tty:
+        from flower.cli.console import InputLine
+
+        screen = go.screen
+        line = InputLine(go.channel, interrupt=go.runtime.interrupt, stop=partial(_cancel, work),
+                         status=lambda: fit(screen.view.status_line(), screen.width() - 1), say=screen.say)
+        reader = asyncio.ensure_future(_patched(line))
+    try:
+        return await work
+    finally:
+        if line is not None and reader is not None:
+            line.close()
+            await asyncio.gather(reader, return_exceptions=True)
+
+
+def _execute(go: _Go, notes: Path, again: str) -> Any:
+    """Run the workflow to its end; a stop (Ctrl-C twice, a signal, the budget) says how to continue."""
+    from flower.flow import engine
+    from flower.flow.signals import guard
+
     try:
         with guard(interactive=False):  # SIGTERM/SIGHUP record the step in flight; on a pipe Ctrl-C interrupts
-            ctx = asyncio.run(main())
+            return asyncio.run(_main(go, notes))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        if "budget" in stopped:
-            click.echo(f"flower: stopped at ${stopped['budget']:.4f}, past the budget of ${budget:.2f}; the run is "
-                       f"kept. Continue it with: {again} --budget MORE", err=True)
+        if "budget" in go.stopped:
+            click.echo(f"flower: stopped at ${go.stopped['budget']:.4f}, past the budget of "
+                       f"${go.options.budget or 0:.2f}; the run is kept. Continue it with: {again} --budget MORE",
+                       err=True)
             raise SystemExit(1) from None
         click.echo(f"flower: stopped; the run is kept. Continue it with: {again}", err=True)
         raise SystemExit(130) from None
     finally:
-        from flower.flow import engine
-
         if engine.current() is not None:
             engine.destroy()
-    _summary(ctx, screen, runtime, ws, notes, started)
 
 
 def _cancel(task: asyncio.Future[Any]) -> None:
