@@ -193,11 +193,12 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     waking.record(runs, ws, waking.shape(options), wake, request)
     if wake is not None:
         _greet(wake, text, channel, screen, notes, runs)
-    go = _Go(runtime, screen, channel, starter_flow(request, channel, options), options, tty=tty, new=new,
-             verbose=verbose, regoal=wake is not None and bool(text) and not no_goal and (notes / "goal.md").exists())
+    regoal = wake is not None and bool(text) and not no_goal and (notes / "goal.md").exists()
+    job = _Go(runtime, screen, channel, starter_flow(request, channel, options), options, tty=tty, new=new,
+              verbose=verbose, regoal=regoal)
     again = f"flower go -w {ws}" + ("" if runs == ws / "runs" else f" -r {runs}")
     started = time.time()
-    ctx = _execute(go, notes, again)
+    ctx = _execute(job, notes, again)
     _summary(ctx, screen, runtime, ws, notes, started)
 
 
