@@ -142,7 +142,7 @@ class Runtime:
         on_event: OnEvent | None = None,
     ) -> StepResult:
         """Run one step; model and API failures land in the result, never raise."""
-        spec = self.config.apply(spec)  # the config's model and budget, when set
+        spec = self.config.apply(spec)  # the config's model where the spec names none; its budget caps
         name = step_name or spec.name
         started, clock = _now(), time.monotonic()
         self._steering.note = None  # an interrupt that arrived after the last step ended is void
