@@ -190,12 +190,15 @@ class Runtime:
 
     def threshold(self, spec: AgentSpec) -> int | None:
         """The main-thread context in tokens at which a handoff starts, or None without generations: from
-        the window of the model in use (once a session reported it), else the spec's, else ANTHROPIC_MODEL."""
-        return self.handoff.threshold(spec.model, **self._window_facts()) if self.handoff else None
+        the window of the model in use (once a session reported it), else the spec's (under this runtime's
+        config), else ANTHROPIC_MODEL."""
+        model = self.config.apply(spec).model
+        return self.handoff.threshold(model, **self._window_facts()) if self.handoff else None
 
     def window(self, spec: AgentSpec) -> int | None:
         """The context window in tokens the threshold is computed from, or None without generations."""
-        return self.handoff.resolve_window(spec.model, **self._window_facts()) if self.handoff else None
+        model = self.config.apply(spec).model
+        return self.handoff.resolve_window(model, **self._window_facts()) if self.handoff else None
 
     def _window_facts(self) -> dict[str, Any]:
         return {"reported": self._model, "env_model": self._cli_env().get("ANTHROPIC_MODEL"),

@@ -154,6 +154,13 @@ def test_apply_fills_the_model_and_caps_the_budget(spec: AgentSpec, model: str |
     assert replace(got, model=spec.model, max_budget_usd=spec.max_budget_usd) == spec  # nothing else changes
 
 
+def test_the_window_follows_the_model_a_step_runs_on(tmp_path: Path) -> None:
+    """What the live view shows as a step's limit: the config's model for a spec that names none."""
+    rt = Runtime(tmp_path, run_dir=tmp_path / "runs", model="claude-haiku-4-5", env={})
+    assert rt.window(PLAIN) == 200_000 and rt.window(replace(PLAIN, model="opus")) == 1_000_000
+    assert Runtime(tmp_path, run_dir=tmp_path / "runs", env={}).window(PLAIN) == 1_000_000
+
+
 def test_the_budget_setting_is_resolved_like_the_others(tmp_path: Path) -> None:
     (tmp_path / "flower.toml").write_text("budget = 3\n")
     from_file = resolve_config({}, env={}, start=tmp_path)
