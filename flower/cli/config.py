@@ -21,6 +21,7 @@ OPTIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "run_dir": tuple((c, "run_dir") for c in ("run", "once", *_ALL, "sessions.list", "sessions.show")),
     "store": tuple((c, "store") for c in ("run", "once", *_ALL, "sessions.list", "sessions.show")),
     "model": (("run", "model"), ("once", "model")),
+    "budget": (("run", "budget"), ("once", "budget")),
     "window": (("report", "window"),),
     "otlp": (("run", "otlp"), ("once", "otlp")),
 }

@@ -57,16 +57,19 @@ def _call_factory(factory: Any, source: str) -> Any:
     return call(factory, source, "a Workflow, an AgentSpec")
 
 
-def _flagged(value: Any, source: str, *, model: str | None, budget: float | None) -> Any:
-    """The target (a factory called first) under --model and --budget; anything else as it is, for
+def _flagged(value: Any, source: str, *, model: str | None) -> Any:
+    """The target (a factory called first), an AgentSpec on `model` when one is given: the one agent named
+    on the command line runs on the model named there. A workflow's steps get the model and the budget from
+    the runtime's config instead, which a fleet worker inherits. Anything else is returned as it is, for
     `as_workflow` to refuse in one line."""
     from flower.agent.spec import AgentSpec
-    from flower.cli.targets import target_with_flags
     from flower.flow.workflow import Workflow
 
     if not isinstance(value, (AgentSpec, Workflow)) and callable(value):
         value = _call_factory(value, source)
-    return target_with_flags(value, model=model, budget=budget) if isinstance(value, (AgentSpec, Workflow)) else value
+    if isinstance(value, AgentSpec) and model is not None:
+        value = dataclasses.replace(value, model=model)
+    return value
 
 
 def _session_store(store: str | None) -> Any:
@@ -152,12 +155,13 @@ def _finish(ctx: Context, runtime: Runtime, workflow: Workflow, *, as_json: bool
         raise FlowError(f"run {runtime.run_id} failed at step {ctx.failed_at}: {why}")
 
 
-def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None = None) -> Runtime:
-    from dataclasses import replace
-
+def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None = None, *,
+             model: str | None = None, budget: float | None = None) -> Runtime:
+    """The run's runtime; its config carries `--model` (for each step whose spec names none) and `--budget`
+    (a cap on each query), and is recorded with the run, so a branch a `flower worker` takes runs under them."""
     from flower.runtime.runtime import Runtime
 
-    config = replace(runtime_config(run_dir=run_dir), model=None, budget=None)  # model, budget: the specs'
+    config = runtime_config(run_dir=run_dir, model=model, budget=budget)
     return Runtime(workspace, config=config, store=_session_store(store), run_id=run_id)
 
 
@@ -193,10 +197,13 @@ def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: st
 
     value, canonical = resolve_target(target)
     source = canonical or target
-    value = _flagged(value, source, model=model, budget=budget)
+    value = _flagged(value, source, model=model)
     if isinstance(value, AgentSpec) and resume:
+        from flower.runtime.config import RuntimeConfig
+
         again = f"flower run {shlex.quote(target)} -w {shlex.quote(workspace)} -r {shlex.quote(run_dir)} -p 'continue'"
-        execute(value, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
+        spec = RuntimeConfig(budget=budget).apply(value)  # a session resume runs the spec as it is given
+        execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
                 otlp=otlp, as_json=as_json, again=again)
         return
     text = read_prompt(prompt) if isinstance(value, AgentSpec) else None
@@ -205,7 +212,7 @@ def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: st
         raise ConfigError("--resume SESSION continues an AgentSpec's session; to continue a workflow run use "
                           "flower resume RUN")
     check_credentials(os.environ)
-    runtime = _runtime(workspace, run_dir, store)
+    runtime = _runtime(workspace, run_dir, store, model=model, budget=budget)
     ctx = _drive(workflow, runtime, store=store, run_id=None, new=new, verbose=verbose, as_json=as_json, otlp=otlp)
     _finish(ctx, runtime, workflow, as_json=as_json)
 
@@ -294,12 +301,12 @@ def resume(run_id: str, run_dir: str, store: str | None, model: str | None, budg
                            f" -r {run_dir}"))
     if not meta.get("source"):
         raise FlowError(f"run {run_id} was started from Python, not from a file: run that program again")
-    value = _flagged(load_source(str(meta["source"])), str(meta["source"]), model=model, budget=budget)
+    value = _flagged(load_source(str(meta["source"])), str(meta["source"]), model=model)
     workflow = as_workflow(value, str(meta["source"]), prompt=(meta.get("context") or {}).get("prompt"))
     if not Path(str(meta.get("workspace"))).is_dir():
         raise FlowError(f"run {run_id}: its workspace {meta.get('workspace')} is gone")
     check_credentials(os.environ)
-    runtime = _runtime(str(meta["workspace"]), run_dir, store, run_id=run_id)
+    runtime = _runtime(str(meta["workspace"]), run_dir, store, run_id=run_id, model=model, budget=budget)
     ctx = _drive(workflow, runtime, store=store, run_id=run_id, new=False, verbose=verbose, as_json=as_json,
                  otlp=otlp)
     _finish(ctx, runtime, workflow, as_json=as_json)

@@ -32,7 +32,7 @@ ENV: dict[str, str | None] = {
     "run_dir": "FLOWER_RUN_DIR",
     "store": "FLOWER_STORE",
     "model": "FLOWER_MODEL",
-    "budget": None,
+    "budget": "FLOWER_BUDGET",
     "as_json": None,
     "otlp": "FLOWER_OTLP",
     "verbose": None,
@@ -72,7 +72,8 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
 
 
 def budget(*, help: str = "Spend cap in dollars of each query (its max_budget_usd).") -> Decorator:
-    return click.option("--budget", type=float, default=None, metavar="USD", callback=_positive, help=help)
+    return click.option("--budget", envvar=ENV["budget"], show_envvar=True, type=float, default=None, metavar="USD",
+                        callback=_positive, help=help)
 
 
 def json_output(*, help: str = "Print JSON instead of tables.") -> Decorator:

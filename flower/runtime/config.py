@@ -91,9 +91,10 @@ class RuntimeConfig:
     project: str | None = None
     """One project key for every session, so machines with other checkout paths resume each other's."""
     model: str | None = None
-    """When set, every step runs with this model instead of its spec's (workers that inherit follow)."""
+    """The model of every step whose spec names none; a spec that names a model keeps it, since a workflow
+    that picks a model per step chose it on purpose. Branches and fleet workers follow the run's config."""
     budget: float | None = None
-    """When set, each query of a step stops cleanly once it has spent this many dollars."""
+    """A spend cap in dollars of each query of every step: a spec's own lower cap stays."""
     otlp: str | None = None
     """An OTLP/HTTP collector URL the command line sends OpenTelemetry spans to."""
 
@@ -120,12 +121,15 @@ class RuntimeConfig:
         return replace(policy, window=window, at=at) if (window, at) != (policy.window, policy.at) else policy
 
     def apply(self, spec: AgentSpec) -> AgentSpec:
-        """`spec` with this config's model and budget, when they are set."""
-        if self.model is not None:
-            spec = replace(spec, model=self.model)
-        if self.budget is not None:
-            spec = replace(spec, max_budget_usd=self.budget)
-        return spec
+        """`spec` under this config's model and budget: the model where the spec names none, the budget as
+        a cap (the lower of the spec's own and this one). `spec` itself is returned when nothing changes."""
+        changes: dict[str, Any] = {}
+        if self.model is not None and spec.model is None:
+            changes["model"] = self.model
+        own = spec.max_budget_usd
+        if self.budget is not None and (own is None or self.budget < own):
+            changes["max_budget_usd"] = self.budget
+        return replace(spec, **changes) if changes else spec
 
     def to_dict(self, *, local: bool = True) -> dict[str, Any]:
         """Plain JSON data; `local=False` leaves out what belongs to the machine (`env`). A setting that is
@@ -219,6 +223,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("run_dir", "FLOWER_RUN_DIR", str, "where manifest.json and sessions.db live"),
     Setting("store", "FLOWER_STORE", str, "session store: a postgresql:// DSN or a SQLite file"),
     Setting("model", "FLOWER_MODEL", str, "model id or alias for run and once"),
+    Setting("budget", "FLOWER_BUDGET", float, "spend cap in dollars of each query of run and once"),
     Setting("window", "FLOWER_WINDOW", int, "context window in tokens (handoff threshold, report)"),
     Setting("handoff_at", "FLOWER_HANDOFF_AT", int,
             "hand off once the main context reaches this many tokens, whatever the window (cost-driven)"),
@@ -301,6 +306,10 @@ def _parse(setting: Setting, raw: Any, where: str) -> Any:
         if isinstance(number, bool) or not isinstance(number, (int, float) if setting.kind is float else int):
             what = "a whole number" if setting.kind is int else "a number"
             raise ConfigError(f"{where} must be {what}, not {raw!r}")
+        if setting.name == "budget":
+            if not number > 0:  # `not >` refuses nan too
+                raise ConfigError(f"{where} must be a positive number of dollars, not {raw!r}")
+            return float(number)
         return number
     if not isinstance(raw, str):
         raise ConfigError(f"{where} must be a string, not {raw!r}")

@@ -142,7 +142,7 @@ class Runtime:
         on_event: OnEvent | None = None,
     ) -> StepResult:
         """Run one step; model and API failures land in the result, never raise."""
-        spec = self.config.apply(spec)  # the config's model and budget, when set
+        spec = self.config.apply(spec)  # the config's model where the spec names none; its budget caps
         name = step_name or spec.name
         started, clock = _now(), time.monotonic()
         self._steering.note = None  # an interrupt that arrived after the last step ended is void
@@ -190,12 +190,15 @@ class Runtime:
 
     def threshold(self, spec: AgentSpec) -> int | None:
         """The main-thread context in tokens at which a handoff starts, or None without generations: from
-        the window of the model in use (once a session reported it), else the spec's, else ANTHROPIC_MODEL."""
-        return self.handoff.threshold(spec.model, **self._window_facts()) if self.handoff else None
+        the window of the model in use (once a session reported it), else the spec's (under this runtime's
+        config), else ANTHROPIC_MODEL."""
+        model = self.config.apply(spec).model
+        return self.handoff.threshold(model, **self._window_facts()) if self.handoff else None
 
     def window(self, spec: AgentSpec) -> int | None:
         """The context window in tokens the threshold is computed from, or None without generations."""
-        return self.handoff.resolve_window(spec.model, **self._window_facts()) if self.handoff else None
+        model = self.config.apply(spec).model
+        return self.handoff.resolve_window(model, **self._window_facts()) if self.handoff else None
 
     def _window_facts(self) -> dict[str, Any]:
         return {"reported": self._model, "env_model": self._cli_env().get("ANTHROPIC_MODEL"),

@@ -15,9 +15,8 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from flower import AgentSpec, Step, Workflow, parallel
+from flower import AgentSpec, Step, Workflow
 from flower.cli import cli, options
-from flower.cli.targets import spec_with_flags, workflow_with_flags
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
 BEGIN, END = "<!-- reference: checked against the click tree by tests/unit/cli/test_surface.py -->", "<!-- /reference -->"
@@ -135,32 +134,31 @@ SPEC = AgentSpec(name="lead", instructions="i")
 CAPPED = AgentSpec(name="capped", instructions="i", max_budget_usd=0.5, model="claude-haiku-4-5")
 
 
-@pytest.mark.parametrize(("spec", "model", "budget", "keep", "expected"), [
-    (SPEC, None, None, False, (None, None)),
-    (SPEC, "m", 2.0, False, ("m", 2.0)),
-    (CAPPED, "m", 2.0, False, ("m", 0.5)),            # an AgentSpec target runs on --model; a lower cap stays
-    (CAPPED, "m", 0.1, False, ("m", 0.1)),            # --budget lowers a cap
-    (CAPPED, "m", None, True, ("claude-haiku-4-5", 0.5)),  # a workflow step that names a model keeps it
-    (SPEC, "m", None, True, ("m", None)),             # ... and one that names none gets --model
-])
-def test_spec_with_flags(spec: AgentSpec, model: str | None, budget: float | None, keep: bool,
-                         expected: tuple[str | None, float | None]) -> None:
-    got = spec_with_flags(spec, model=model, budget=budget, keep_model=keep)
-    assert (got.model, got.max_budget_usd) == expected
-    assert (spec.model, spec.max_budget_usd) in ((None, None), ("claude-haiku-4-5", 0.5))  # never changed
-    assert (got is spec) == (expected == (spec.model, spec.max_budget_usd))
+def test_an_agent_spec_target_runs_on_the_model_named_on_the_command_line() -> None:
+    from dataclasses import replace
+
+    from flower.cli.flowrun import _flagged
+
+    assert _flagged(CAPPED, "t.py:capped", model="m") == replace(CAPPED, model="m")  # over the spec's own
+    assert _flagged(CAPPED, "t.py:capped", model=None) is CAPPED
+    assert _flagged(lambda: SPEC, "t.py:make", model="m") == replace(SPEC, model="m")  # a factory is called first
+    assert (CAPPED.model, SPEC.model) == ("claude-haiku-4-5", None)  # never changed
+    flow = Workflow([Step("a", CAPPED, "x")], name="f")
+    assert _flagged(flow, "t.py:flow", model="m") is flow  # its steps get the model from the runtime's config
 
 
-def test_workflow_with_flags_reaches_parallel_members_and_fan_out_steps() -> None:
-    flow = Workflow([Step("a", SPEC, "x"), parallel(Step("b", SPEC, "y"), Step("c", CAPPED, "z"), limit=1),
-                     Step("d", SPEC, "{item}", over=[1, 2])], name="f", source="f.py:flow")
-    got = workflow_with_flags(flow, model="m", budget=1.0)
-    a, group, d = got.steps
-    assert isinstance(a, Step) and isinstance(d, Step) and not isinstance(group, Step)
-    assert [(s.spec.model, s.spec.max_budget_usd) for s in (a, *group.steps, d)] == [
-        ("m", 1.0), ("m", 1.0), ("claude-haiku-4-5", 0.5), ("m", 1.0)]
-    assert (group.limit, group.name, got.name, got.source, d.over) == (1, "b+c", "f", "f.py:flow", [1, 2])
-    assert flow.steps[0].spec is SPEC and workflow_with_flags(flow, model=None, budget=None) is flow
+def test_the_runtime_of_a_run_carries_model_and_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a workflow records and a fleet worker inherits: the flags, else FLOWER_MODEL / FLOWER_BUDGET."""
+    from flower.cli.flowrun import _runtime
+
+    monkeypatch.chdir(tmp_path)  # no config file of the checkout
+    monkeypatch.setenv("FLOWER_MODEL", "env-model")
+    monkeypatch.setenv("FLOWER_BUDGET", "0.5")
+    flagged = _runtime(str(tmp_path), str(tmp_path / "runs"), None, model="m", budget=2.0)
+    assert (flagged.config.model, flagged.config.budget) == ("m", 2.0)
+    assert flagged.config.apply(CAPPED) == CAPPED and flagged.config.apply(SPEC).model == "m"
+    plain = _runtime(str(tmp_path), str(tmp_path / "runs"), None)
+    assert (plain.config.model, plain.config.budget) == ("env-model", 0.5)
 
 
 if __name__ == "__main__":

@@ -133,11 +133,51 @@ def test_runtime_options_name_every_field() -> None:
     assert set(get_type_hints(RuntimeOptions, localns={"Workbench": Workbench})) == {f.name for f in fields(RuntimeConfig)}
 
 
-def test_model_and_budget_apply_to_every_spec() -> None:
-    spec = AgentSpec(name="s", instructions="x", model="opus", max_budget_usd=9.0)
-    assert RuntimeConfig().apply(spec) is spec
-    applied = RuntimeConfig(model="claude-haiku-4-5", budget=0.5).apply(spec)
-    assert applied.model == "claude-haiku-4-5" and applied.max_budget_usd == 0.5
+PLAIN = AgentSpec(name="plain", instructions="x")
+PINNED = AgentSpec(name="pinned", instructions="x", model="opus", max_budget_usd=0.5)
+
+
+@pytest.mark.parametrize(("spec", "model", "budget", "expected"), [
+    (PLAIN, None, None, (None, None)),
+    (PLAIN, "m", 2.0, ("m", 2.0)),            # a spec that names neither takes both
+    (PINNED, "m", None, ("opus", 0.5)),       # a spec that names a model keeps it
+    (PINNED, None, 2.0, ("opus", 0.5)),       # the budget is a cap: a spec's own lower cap stays
+    (PINNED, "m", 0.1, ("opus", 0.1)),        # ... and a lower budget lowers it
+    (PINNED, None, 0.5, ("opus", 0.5)),
+])
+def test_apply_fills_the_model_and_caps_the_budget(spec: AgentSpec, model: str | None, budget: float | None,
+                                                   expected: tuple[str | None, float | None]) -> None:
+    got = RuntimeConfig(model=model, budget=budget).apply(spec)
+    assert (got.model, got.max_budget_usd) == expected
+    assert (got is spec) == (expected == (spec.model, spec.max_budget_usd))  # unchanged: the spec itself
+    assert (PLAIN.model, PLAIN.max_budget_usd, PINNED.model, PINNED.max_budget_usd) == (None, None, "opus", 0.5)
+    assert replace(got, model=spec.model, max_budget_usd=spec.max_budget_usd) == spec  # nothing else changes
+
+
+def test_the_window_follows_the_model_a_step_runs_on(tmp_path: Path) -> None:
+    """What the live view shows as a step's limit: the config's model for a spec that names none."""
+    rt = Runtime(tmp_path, run_dir=tmp_path / "runs", model="claude-haiku-4-5", env={})
+    assert rt.window(PLAIN) == 200_000 and rt.window(replace(PLAIN, model="opus")) == 1_000_000
+    assert Runtime(tmp_path, run_dir=tmp_path / "runs", env={}).window(PLAIN) == 1_000_000
+
+
+def test_the_budget_setting_is_resolved_like_the_others(tmp_path: Path) -> None:
+    (tmp_path / "flower.toml").write_text("budget = 3\n")
+    from_file = resolve_config({}, env={}, start=tmp_path)
+    assert from_file.config.budget == 3.0 and isinstance(from_file.config.budget, float)
+    assert from_file.sources["budget"] == str(tmp_path / "flower.toml")
+    from_env = resolve_config({}, env={"FLOWER_BUDGET": "0.25"}, start=tmp_path)
+    assert from_env.config.budget == 0.25 and from_env.sources["budget"] == "env FLOWER_BUDGET"
+    assert {row["name"]: row["value"] for row in from_env.rows()}["budget"] == 0.25  # `flower config` shows it
+    assert resolve_config({"budget": 1.5}, env={"FLOWER_BUDGET": "0.25"}, start=tmp_path).config.budget == 1.5
+    for raw, named in (("0", "FLOWER_BUDGET must be a positive number"), ("nan", "FLOWER_BUDGET must be a positive"),
+                       ("lots", "FLOWER_BUDGET must be a number")):
+        with pytest.raises(ConfigError, match=named) as caught:
+            resolve_config({}, env={"FLOWER_BUDGET": raw}, start=tmp_path)
+        assert "\n" not in str(caught.value)
+    (tmp_path / "flower.toml").write_text("budget = -1\n")
+    with pytest.raises(ConfigError, match="flower.toml: budget must be a positive number"):
+        resolve_config({}, env={}, start=tmp_path)
 
 
 def test_a_branch_runs_under_its_parents_config(tmp_path: Path) -> None:
