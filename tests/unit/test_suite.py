@@ -20,9 +20,10 @@ from tests.conftest import CREDENTIALS as REMOVED
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 UNIT = TESTS / "unit"
-# Tests of the root package and of the suite itself; everything else sits in the folder of what it tests.
+# Tests of the root package, of the docs' requirement ids and of the suite itself; everything else sits in the folder of what it tests.
 ROOT_TESTS = {
-    "test_layout.py", "test_public_api.py", "test_portability.py", "test_review_fixes.py", "test_suite.py",
+    "test_design_ids.py", "test_layout.py", "test_public_api.py", "test_portability.py", "test_review_fixes.py",
+    "test_suite.py",
 }
 
 INNER = '''
