@@ -24,11 +24,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from flower.errors import ConfigError
+
+if TYPE_CHECKING:
+    from flower.testing import ScriptedAPI
 
 __all__ = ["serve_env", "testing"]
 
@@ -36,13 +39,13 @@ _KEEP = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "CLAUDE
          "DISABLE_AUTOUPDATER", "DISABLE_TELEMETRY", "DISABLE_ERROR_REPORTING", "NO_PROXY")
 
 
-def serve_env(api: Any, home: Path) -> dict[str, str]:
+def serve_env(api: ScriptedAPI, home: Path) -> dict[str, str]:
     """The variables a shell should export to use `api` (no HOME, no proxy change)."""
     env = api.cli_env(home)
     return {name: env[name] for name in _KEEP if name in env}
 
 
-def _load(path: Path, port: int = 0) -> Any:
+def _load(path: Path, port: int = 0) -> ScriptedAPI:
     from flower.testing import ScriptedAPI
     from flower.util.loader import import_file as _import_file
 

@@ -47,7 +47,7 @@ from flower.flow.isolation import branch_runtime, safe_name
 from flower.runtime.config import RuntimeConfig
 from flower.runtime.runtime import Runtime
 from flower.runtime.steps import StepResult
-from flower.stores.opening import open_store
+from flower.stores.opening import StoreReader, open_store
 from flower.util.loader import load_target
 from flower.util.oneline import first_line
 
@@ -255,7 +255,7 @@ def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
         raise FlowError(f"run {run_id} was started from Python without a source; only its own process can run it")
     workflow = as_definition(load_source(str(source)), str(source))
     store_url = _WORKER.get("store")
-    store: Any = None
+    store: StoreReader | None = None
     if store_url and engine.database_url(".", store_url).startswith("postgresql"):
         store = open_store(store_url)
     run_dir = meta.get("run_dir") if meta.get("run_dir") and Path(meta["run_dir"]).is_dir() else None

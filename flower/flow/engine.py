@@ -29,10 +29,13 @@ import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flower.errors import ConfigError, FlowerError, StoreError
 from flower.util.oneline import first_line
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient
 
 __all__ = ["APP_NAME", "APP_VERSION", "Engine", "client", "current", "database_url", "destroy", "launch"]
 
@@ -200,7 +203,7 @@ def destroy() -> None:
         _current = None
 
 
-def client(run_dir: str | os.PathLike[str], store: str | None = None) -> Any:
+def client(run_dir: str | os.PathLike[str], store: str | None = None) -> DBOSClient | None:
     """A `DBOSClient` for reading and managing runs without executing anything (None: no runs stored yet).
     Reading never creates a system database."""
     url = database_url(run_dir, store)

@@ -14,12 +14,15 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flower.errors import FlowError
 from flower.flow import engine
 from flower.flow.durable import RUN_WORKFLOW, run_lock_held
 from flower.util.oneline import first_line
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient, WorkflowStatus
 
 __all__ = ["RunRow", "cancel_run", "list_runs", "run_meta"]
 
@@ -41,7 +44,7 @@ class RunRow:
         return asdict(self)
 
 
-def _meta(status: Any) -> dict[str, Any]:
+def _meta(status: WorkflowStatus) -> dict[str, Any]:
     given: Any = status.input or {}
     args: Any = given.get("args") or ({},)
     return args[0] if args and isinstance(args[0], dict) else {}
@@ -53,7 +56,7 @@ def _when(epoch_ms: Any) -> str:
     return datetime.fromtimestamp(int(epoch_ms) / 1000, timezone.utc).isoformat(timespec="seconds")
 
 
-def _state(status: Any, run_dir: Path, output: Any) -> str:
+def _state(status: WorkflowStatus, run_dir: Path, output: Any) -> str:
     if status.status == "SUCCESS":
         return "failed" if isinstance(output, dict) and output.get("_failed_at") else "finished"
     if status.status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
@@ -65,7 +68,7 @@ def _state(status: Any, run_dir: Path, output: Any) -> str:
     return "running" if run_lock_held(run_dir, status.workflow_id) else "interrupted"
 
 
-def _cost(client: Any, run_id: str) -> tuple[int, float]:
+def _cost(client: DBOSClient, run_id: str) -> tuple[int, float]:
     steps = client.list_workflow_steps(run_id) or []
     done = sum(1 for s in steps if str(s.get("function_name", "")).startswith("settle:") and not s.get("error"))
     cost = 0.0
@@ -102,7 +105,7 @@ def list_runs(run_dir: str | os.PathLike[str], store: str | None = None) -> list
 
 
 @contextlib.contextmanager
-def _found(run_dir: str | os.PathLike[str], store: str | None, run_id: str, *, load_input: bool) -> Iterator[Any]:
+def _found(run_dir: str | os.PathLike[str], store: str | None, run_id: str, *, load_input: bool) -> Iterator[tuple[DBOSClient, WorkflowStatus]]:
     """A client of the run dir's (or store's) system database and the status of `run_id`; one line when
     there is no such run."""
     client = engine.client(run_dir, store)

@@ -28,18 +28,21 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import HookMatcher, McpSdkServerConfig
 
 from flower import texts
 from flower.agent.events import Event
 from flower.errors import ConfigError
-from flower.human.mailbox import Letter, Mailbox, PostgresMailbox, open_mailbox, pending_questions
+from flower.human.mailbox import Letter, LetterKind, Mailbox, PostgresMailbox, open_mailbox, pending_questions
 from flower.human.records import Ask, AskState, Mail, stamp
 from flower.human.tools import main_thread_only, make_server
 from flower.util.confined import append_text
 from flower.util.oneline import one_line
+
+if TYPE_CHECKING:
+    from flower.runtime.runtime import Runtime
 
 __all__ = ["Ask", "AskState", "HumanChannel", "Mail"]
 
@@ -92,7 +95,7 @@ class HumanChannel:
         self.run = run
         self._cursor = 0
         self._received: set[str] = set()
-        self._follow: Any = None  # a bound runtime whose run id names the run (a workflow may change it)
+        self._follow: Runtime | None = None  # a bound runtime whose run id names the run (a workflow may change it)
         if mailbox is not None:
             self.attach(mailbox, run)
 
@@ -145,7 +148,7 @@ class HumanChannel:
                     mailbox.post(run, "settled", "", ref=dead.id, meta={"state": "abandoned"})
         return self
 
-    def bind(self, runtime: Any) -> HumanChannel:
+    def bind(self, runtime: Runtime) -> HumanChannel:
         """Defaults from a `Runtime`: the Q&A log and the brief (where mail is appended) in its workbench notes,
         and its mailbox (its PostgreSQL store's database, else `human.db` in its run dir) under its run id.
         Settings already given are kept."""
@@ -359,7 +362,7 @@ class HumanChannel:
         return {"id": item.id, "state": item.state, "options": list(item.options), "answer": item.answer,
                 "remaining": self.remaining, "waited_s": item.waited_s, "framework": item.framework}
 
-    def _post(self, kind: Any, body: str, *, ref: str = "", meta: dict[str, Any] | None = None) -> None:
+    def _post(self, kind: LetterKind, body: str, *, ref: str = "", meta: dict[str, Any] | None = None) -> None:
         if self.mailbox is None:
             return
         try:
@@ -399,7 +402,7 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def _store_dsn(store: Any) -> tuple[str | None, str]:
+def _store_dsn(store: object) -> tuple[str | None, str]:
     """The PostgreSQL DSN and schema under a (possibly wrapped) session store, or (None, "flower")."""
     for _ in range(6):
         if store is None:

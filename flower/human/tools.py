@@ -11,7 +11,15 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from claude_agent_sdk import HookMatcher, McpSdkServerConfig, create_sdk_mcp_server, tool
+from claude_agent_sdk import (
+    HookContext,
+    HookInput,
+    HookJSONOutput,
+    HookMatcher,
+    McpSdkServerConfig,
+    create_sdk_mcp_server,
+    tool,
+)
 
 from flower import texts
 from flower.human.records import Ask
@@ -53,7 +61,7 @@ def make_server(
 def main_thread_only(tool_name: str) -> HookMatcher:
     """A PreToolUse hook that denies `tool_name` to subagents (they carry `agent_id`)."""
 
-    async def deny_subagents(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def deny_subagents(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         if not input_data.get("agent_id"):
             return {}
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",

@@ -27,7 +27,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from flower.report.entries import (
     Entry,
@@ -41,6 +41,9 @@ from flower.report.entries import (
     usage_of,
     visible_chars,
 )
+
+if TYPE_CHECKING:
+    from flower.workbench.stats import WorkbenchStats
 
 __all__ = [
     "Generation",
@@ -146,8 +149,8 @@ class Report:
     """Turns until the current generation reaches the threshold at that slope (None when it does not grow)."""
     spills: SpillStats
     pruned: PruneStats
-    workbench: Any | None
-    """`flower.workbench.stats.WorkbenchStats`, when the workbench was found."""
+    workbench: WorkbenchStats | None
+    """The workbench's statistics, when the workbench was found."""
     workbench_root: str | None
     cost_usd: float | None
     cost_source: Literal["manifest", "cost-state", "unknown"]
@@ -332,7 +335,7 @@ def analyze(
     retired: Iterable[str] = (),
     threshold: int | None = None,
     spill_log: Iterable[Mapping[str, Any]] = (),
-    workbench: Any | None = None,
+    workbench: WorkbenchStats | None = None,
     workbench_root: str | None = None,
     cost_usd: float | None = None,
 ) -> Report:

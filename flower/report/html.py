@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from flower.report.analysis import Report
@@ -237,9 +238,26 @@ def _tick(seconds: float, step: float) -> str:
 MAX_LANES = 40
 
 
-def _timeline_chart(tl: Timeline) -> str:
-    """Threads as bars over time (main and each subagent), dispatch arrows, axis ticks with units; past
-    `MAX_LANES` subagents, the rest are counted in a note instead of drawn."""
+@dataclass(frozen=True)
+class _Lanes:
+    """Where a moment and a lane land on the timeline chart."""
+
+    start: float
+    span: float
+    left: int = 190
+    width: int = WIDTH - 190 - 30
+    top: int = 16
+    lane_h: int = 26
+
+    def x(self, t: float) -> float:
+        return self.left + self.width * (t - self.start) / self.span
+
+    def y(self, index: int) -> float:
+        return self.top + index * self.lane_h
+
+
+def _capped(tl: Timeline) -> tuple[Timeline, str]:
+    """The timeline with at most `MAX_LANES` subagents, and the chart's title saying how many are left out."""
     title = "threads over time"
     workers = [i for i, lane in enumerate(tl.lanes) if lane.kind == "worker"]
     if len(workers) > MAX_LANES:
@@ -250,36 +268,33 @@ def _timeline_chart(tl: Timeline) -> str:
                       [Arrow(a.at, where[a.source], where[a.target], a.label) for a in tl.arrows
                        if a.source in where and a.target in where], tl.prompt, tl.outcome, tl.ok)
         title += f" (first {MAX_LANES} subagents; {hidden} more not drawn)"
-    if not tl.lanes:
-        return _svg("chart-timeline", 80, title, _el("g", _el("text", "no timestamps", x=10, y=40), class_="plot"))
-    left, right, top, lane_h, axis = 190, 30, 16, 26, 34
-    height = top + lane_h * len(tl.lanes) + axis
-    span = max(tl.end - tl.start, 1.0)
-    step = next((s for s in _STEPS if span / s <= 8), _STEPS[-1])
-    width = WIDTH - left - right
+    return tl, title
 
-    def x(t: float) -> float:
-        return left + width * (t - tl.start) / span
 
-    def y(index: int) -> float:
-        return top + index * lane_h
-
-    parts = [_el("defs", _el("marker", _el("path", d="M0,0 L8,4 L0,8 z", fill="#555"), id="arrow",
-                                     markerWidth=8, markerHeight=8, refX=8, refY=4, orient="auto"))]
-    bottom = y(len(tl.lanes))
+def _time_axis(frame: _Lanes, bottom: float) -> list[str]:
+    """Grid lines with tick labels every `step`, and the axis title naming the unit."""
+    step = next((s for s in _STEPS if frame.span / s <= 8), _STEPS[-1])
+    parts = []
     tick = 0.0
-    while tick <= span + 1e-9:
-        tx = x(tl.start + tick)
-        parts.append(_el("line", class_="tick", x1=tx, x2=tx, y1=top, y2=bottom, stroke=GRID))
+    while tick <= frame.span + 1e-9:
+        tx = frame.x(frame.start + tick)
+        parts.append(_el("line", class_="tick", x1=tx, x2=tx, y1=frame.top, y2=bottom, stroke=GRID))
         parts.append(_el("text", _e(_tick(tick, step)), class_="tick-label", x=tx, y=bottom + 14,
                          text_anchor="middle"))
         tick += step
     parts.append(_el("text", _e(f"time since the run started ({_tick(step, step).split()[-1]})"),
-                     x=left + width / 2, y=bottom + 30, text_anchor="middle"))
+                     x=frame.left + frame.width / 2, y=bottom + 30, text_anchor="middle"))
+    return parts
+
+
+def _lane_bars(tl: Timeline, frame: _Lanes) -> list[str]:
+    """One labelled bar per thread, its token count inside the bar when it fits, else after it."""
+    x, lane_h = frame.x, frame.lane_h
+    parts = []
     for index, lane in enumerate(tl.lanes):
         color = MAIN_COLOR if lane.kind == "main" else SUB_COLOR
-        ly = y(index)
-        parts.append(_el("text", _e(lane.label), class_="lane-label", x=left - 8, y=ly + 16, text_anchor="end"))
+        ly = frame.y(index)
+        parts.append(_el("text", _e(lane.label), class_="lane-label", x=frame.left - 8, y=ly + 16, text_anchor="end"))
         bar_w = max(2.0, x(lane.end) - x(lane.start))
         tip = _el("title", _e(f"{lane.label}: {lane.messages} API messages, {lane.tokens:,} tokens, "
                               f"{lane.end - lane.start:.1f} s"))
@@ -289,6 +304,13 @@ def _timeline_chart(tl: Timeline) -> str:
         inside = bar_w > 90
         parts.append(_el("text", _e(words), class_="lane-tokens", x=x(lane.start) + (4 if inside else bar_w + 4),
                          y=ly + 16, style="fill:#fff" if inside else "fill:#333"))
+    return parts
+
+
+def _links(tl: Timeline, frame: _Lanes) -> list[str]:
+    """Dashed handoffs from each main generation to the next, and an arrow per dispatch."""
+    x, y, lane_h = frame.x, frame.y, frame.lane_h
+    parts = []
     mains = [i for i, lane in enumerate(tl.lanes) if lane.kind == "main"]
     for before, after in zip(mains, mains[1:]):  # a handoff: the next generation takes over
         a, b = tl.lanes[before], tl.lanes[after]
@@ -300,6 +322,23 @@ def _timeline_chart(tl: Timeline) -> str:
         parts.append(_el("line", _el("title", _e(f"dispatch {arrow.label}")), class_="dispatch", x1=ax, x2=ax,
                          y1=y(arrow.source) + lane_h - 4, y2=y(arrow.target) + 4, stroke="#555",
                          stroke_width=1.2, marker_end="url(#arrow)"))
+    return parts
+
+
+def _timeline_chart(tl: Timeline) -> str:
+    """Threads as bars over time (main and each subagent), dispatch arrows, axis ticks with units; past
+    `MAX_LANES` subagents, the rest are counted in a note instead of drawn."""
+    tl, title = _capped(tl)
+    if not tl.lanes:
+        return _svg("chart-timeline", 80, title, _el("g", _el("text", "no timestamps", x=10, y=40), class_="plot"))
+    frame = _Lanes(tl.start, max(tl.end - tl.start, 1.0))
+    axis = 34
+    height = frame.top + frame.lane_h * len(tl.lanes) + axis
+    parts = [_el("defs", _el("marker", _el("path", d="M0,0 L8,4 L0,8 z", fill="#555"), id="arrow",
+                                     markerWidth=8, markerHeight=8, refX=8, refY=4, orient="auto"))]
+    parts += _time_axis(frame, frame.y(len(tl.lanes)))
+    parts += _lane_bars(tl, frame)
+    parts += _links(tl, frame)
     return _svg("chart-timeline", height, title, _el("g", "".join(parts), class_="plot"))
 
 

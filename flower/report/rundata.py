@@ -21,14 +21,22 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
+from claude_agent_sdk.types import SessionKey, SessionStore
 
 from flower import texts
 from flower.errors import ConfigError
 from flower.stores.jsonl import decode_line
-from flower.stores.opening import close_store, open_store  # re-exported: the readers' one way to open a store
+from flower.stores.opening import (  # re-exported: the readers' one way to open a store
+    StoreReader,
+    close_store,
+    open_store,
+)
+
+if TYPE_CHECKING:
+    from flower.workbench.stats import WorkbenchStats
 
 __all__ = [
     "RunData",
@@ -77,7 +85,7 @@ class RunData:
     steps: list[dict[str, Any]]
     main: dict[str, list[Entry]] = field(default_factory=dict)
     """Main transcripts by session id, in run order."""
-    keys: dict[str, dict[str, str]] = field(default_factory=dict)
+    keys: dict[str, SessionKey] = field(default_factory=dict)
     subagents: dict[str, list[Entry]] = field(default_factory=dict)
     """Subagent transcripts by agent id."""
     retired: set[str] = field(default_factory=set)
@@ -95,27 +103,27 @@ def _agent_label(subpath: str, taken: Mapping[str, Any], session: str) -> str:
     return name if name not in taken else f"{session[:8]}/{name}"
 
 
-def _load_key(store: Any, key: dict[str, str]) -> list[Entry]:
-    entries = store.load_sync(key)
+def _load_key(store: StoreReader, key: SessionKey) -> list[Entry]:
+    entries: Sequence[object] = store.load_sync(key) or []
     # A stored row that is JSON but not an object (a broken writer) carries nothing a report counts; the
     # rewrite passes such rows through untouched, so leaving them out changes no number (issue #16 item 11).
-    return [entry for entry in entries or [] if isinstance(entry, dict)]
+    return [entry for entry in entries if isinstance(entry, dict)]
 
 
-def _add_session(data: RunData, store: Any, session: str) -> bool:
+def _add_session(data: RunData, store: StoreReader, session: str) -> bool:
     key = store.find_session(session)
     if key is None:
         return False
-    data.keys[session] = dict(key)
-    data.main[session] = _load_key(store, dict(key))
-    for subpath in anyio.run(store.list_subkeys, dict(key)):
+    data.keys[session] = key.copy()
+    data.main[session] = _load_key(store, key.copy())
+    for subpath in anyio.run(store.list_subkeys, key.copy()):
         data.subagents[_agent_label(subpath, data.subagents, session)] = _load_key(
             store, {**key, "subpath": subpath}
         )
     return True
 
 
-def _project_keys(store: Any, data: RunData) -> list[str]:
+def _project_keys(store: SessionStore, data: RunData) -> list[str]:
     keys = {key["project_key"] for key in data.keys.values()}
     listed = getattr(store, "project_keys", None)  # optional: a store that can list its projects
     if callable(listed):
@@ -127,7 +135,7 @@ def _project_keys(store: Any, data: RunData) -> list[str]:
     return sorted(keys)
 
 
-def _other_sessions(store: Any, data: RunData) -> list[str]:
+def _other_sessions(store: SessionStore, data: RunData) -> list[str]:
     found: list[tuple[int, str]] = []
     for project in _project_keys(store, data):
         for item in anyio.run(store.list_sessions, project):
@@ -189,7 +197,7 @@ def _finish(data: RunData) -> RunData:
     return data
 
 
-def load_run(run_dir: Path, store: Any, *, own_store: bool) -> RunData:
+def load_run(run_dir: Path, store: StoreReader, *, own_store: bool) -> RunData:
     """Every session of a run dir; `own_store` when the store is the run dir's own file (then sessions
     missing from the manifest, e.g. of a killed process, are included too)."""
     if not run_dir.is_dir():
@@ -208,7 +216,7 @@ def load_run(run_dir: Path, store: Any, *, own_store: bool) -> RunData:
     return _finish(data)
 
 
-def resolve_session(store: Any, ref: str, run_dir: Path | None = None, workspace: Path | None = None) -> str:
+def resolve_session(store: SessionStore, ref: str, run_dir: Path | None = None, workspace: Path | None = None) -> str:
     """The full session id `ref` names: itself, or the one stored session id it is a prefix of (the
     8-character ids tables show). An unknown id or an ambiguous prefix is a `ConfigError` naming the
     candidates."""
@@ -234,7 +242,7 @@ def resolve_session(store: Any, ref: str, run_dir: Path | None = None, workspace
     raise ConfigError(f"session prefix {ref} is ambiguous: {shown}")
 
 
-def load_session(session: str, store: Any, run_dir: Path | None) -> RunData:
+def load_session(session: str, store: StoreReader, run_dir: Path | None) -> RunData:
     """One session and its subagents (manifest rows from `run_dir` when it has one); `session` may be a
     unique prefix of the id."""
     session = resolve_session(store, session, run_dir)
@@ -245,12 +253,12 @@ def load_session(session: str, store: Any, run_dir: Path | None) -> RunData:
     return _finish(data)
 
 
-def _describe(store: Any) -> str:
+def _describe(store: SessionStore) -> str:
     path = getattr(store, "path", None)
     return str(path) if path is not None else type(store).__name__
 
 
-def session_rows(store: Any, run_dir: Path | None, workspace: Path | None) -> list[dict[str, Any]]:
+def session_rows(store: StoreReader, run_dir: Path | None, workspace: Path | None) -> list[dict[str, Any]]:
     """One row per main session the store holds for the run's projects: id, project, mtime, manifest step."""
     steps = read_manifest(run_dir) if run_dir is not None and run_dir.is_dir() else []
     data = RunData("sessions", run_dir, steps, workspace=workspace)
@@ -258,7 +266,7 @@ def session_rows(store: Any, run_dir: Path | None, workspace: Path | None) -> li
         for session in _row_sessions(row):
             key = store.find_session(session)
             if key is not None:
-                data.keys[session] = dict(key)
+                data.keys[session] = key.copy()
     rows: list[dict[str, Any]] = []
     for project in _project_keys(store, data):
         for item in anyio.run(store.list_sessions, project):
@@ -304,7 +312,7 @@ def first_prompt(entries: Sequence[Entry]) -> str:
 # --- what the commands load -----------------------------------------------------------------------
 
 
-def load_target(target: str, store: str | None, run_dir: str) -> Any:
+def load_target(target: str, store: str | None, run_dir: str) -> tuple[StoreReader, RunData]:
     path = Path(target)
     if path.is_dir():
         base = open_store(store, path)
@@ -321,7 +329,7 @@ def load_target(target: str, store: str | None, run_dir: str) -> Any:
     return base, load_session(target, base, Path(run_dir))
 
 
-def workbench_stats_of(data: Any) -> Any:
+def workbench_stats_of(data: RunData) -> WorkbenchStats | None:
     root = data.workbench_root
     if root is None or not root.is_dir():
         return None
@@ -332,7 +340,7 @@ def workbench_stats_of(data: Any) -> Any:
     return workbench_stats(Workbench(workspace, root=root), [*data.main.values(), *data.subagents.values()])
 
 
-def recorded_threshold(data: Any, window: int | None) -> int | None:
+def recorded_threshold(data: RunData, window: int | None) -> int | None:
     if window is not None:
         from flower.runtime.handoff import HandoffPolicy
 

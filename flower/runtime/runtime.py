@@ -279,7 +279,7 @@ class Runtime:
         append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result), **where})
 
 
-def rewrite_policies(store: Any) -> dict[str, Any]:
+def rewrite_policies(store: object) -> dict[str, Any]:
     """The rewrites a store applies on load, as plain data for the manifest (so `flower preview` shows
     exactly what this run's next resume would do)."""
     trim, ephemeral = getattr(store, "trim_policy", None), getattr(store, "ephemeral_policy", None)

@@ -139,7 +139,7 @@ class SpanRecorder:
         self.generation = self._open(f"generation {self.generation_number}", self.step, now,
                                      {"flower.generation": self.generation_number})
 
-    def _end_generation(self, now: int, session: Any = None) -> None:
+    def _end_generation(self, now: int, session: object = None) -> None:
         gen = self.generation
         if gen is None:
             return

@@ -10,16 +10,23 @@ Invariants:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import anyio
+from claude_agent_sdk.types import SessionKey, SessionStore, SessionStoreEntry
 
 from flower.errors import ConfigError, StoreError
 
-if TYPE_CHECKING:
-    from claude_agent_sdk.types import SessionStore
+__all__ = ["POSTGRES_SCHEMES", "StoreReader", "close_store", "is_postgres", "open_store"]
 
-__all__ = ["POSTGRES_SCHEMES", "close_store", "is_postgres", "open_store"]
+
+class StoreReader(SessionStore, Protocol):
+    """A session store the readers (`flower report`, `sessions`, `preview`) can also walk without an event
+    loop: the SQLite and PostgreSQL stores `open_store` hands out."""
+
+    def load_sync(self, key: SessionKey) -> list[SessionStoreEntry] | None: ...
+
+    def find_session(self, session_id: str) -> SessionKey | None: ...
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -29,7 +36,7 @@ def is_postgres(url: str | None) -> bool:
     return bool(url) and str(url).startswith(POSTGRES_SCHEMES)
 
 
-def open_store(url: str | None, run_dir: Path | None = None, *, create: bool = False) -> SessionStore:
+def open_store(url: str | None, run_dir: Path | None = None, *, create: bool = False) -> StoreReader:
     """The session store named by `url` (a DSN or a SQLite path), else `<run_dir>/sessions.db`."""
     if url and is_postgres(url):
         from flower.stores.postgres import PostgresSessionStore  # psycopg only when asked for

@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio.to_thread
-from claude_agent_sdk.types import SessionKey, SessionListSubkeysKey, SessionStore, SessionStoreEntry
+from claude_agent_sdk.types import (
+    SessionKey,
+    SessionListSubkeysKey,
+    SessionStore,
+    SessionStoreEntry,
+    SessionStoreListEntry,
+    SessionSummaryEntry,
+)
 
 from flower.errors import ConfigError, StoreError
 from flower.stores._common import TranscriptKey
@@ -183,13 +190,13 @@ class RewritingSessionStore(SessionStore):
     `last_report(key)` tells what the latest `load()` of that key rewrote (for `flower preview`/`report`).
     """
 
-    def __new__(cls, base: Any, *args: Any, **kwargs: Any) -> RewritingSessionStore:  # noqa: PYI034
+    def __new__(cls, base: object, *args: Any, **kwargs: Any) -> RewritingSessionStore:  # noqa: PYI034
         chosen = _mirroring(cls, base) if cls is RewritingSessionStore else cls
         return super().__new__(chosen)
 
     def __init__(
         self,
-        base: Any,
+        base: SessionStore,
         *,
         workspace: str | Path | None,
         trim: TrimOption = False,
@@ -310,17 +317,17 @@ class _SqliteRewriting(RewritingSessionStore):
             keep_denials=keep_denials,
         )
 
-    async def list_sessions(self, project_key: str) -> Any:
+    async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         return await self.base.list_sessions(project_key)
 
-    async def list_session_summaries(self, project_key: str) -> Any:
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         return await self.base.list_session_summaries(project_key)
 
     async def delete(self, key: SessionKey) -> None:
         await self.base.delete(key)
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
-        return cast("list[str]", await self.base.list_subkeys(key))
+        return await self.base.list_subkeys(key)
 
 
 class PruningSessionStore(_SqliteRewriting):

@@ -12,20 +12,28 @@ what it is for. Invariant: the wrapper only renames keys; entries pass through u
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from claude_agent_sdk import SessionStore
-from claude_agent_sdk.types import SessionKey, SessionListSubkeysKey, SessionStoreEntry
+from claude_agent_sdk.types import (
+    SessionKey,
+    SessionListSubkeysKey,
+    SessionStoreEntry,
+    SessionStoreListEntry,
+    SessionSummaryEntry,
+)
 
 from flower.errors import ConfigError
 
 __all__ = ["ProjectScopedStore"]
 
+_Key = TypeVar("_Key", SessionKey, SessionListSubkeysKey)
+
 
 class ProjectScopedStore(SessionStore):
     """A full SessionStore whose sessions all live under `project_key`."""
 
-    def __init__(self, base: Any, project_key: str) -> None:
+    def __init__(self, base: SessionStore, project_key: str) -> None:
         if not project_key or "/" in project_key:
             raise ConfigError(f"a shared project key must be a non-empty name without '/', not {project_key!r}")
         self.base = base
@@ -37,25 +45,25 @@ class ProjectScopedStore(SessionStore):
     def __getattr__(self, name: str) -> Any:
         return getattr(self.base, name)
 
-    def _key(self, key: Any) -> Any:
-        return {**key, "project_key": self.project_key}
+    def _key(self, key: _Key) -> _Key:
+        scoped = key.copy()
+        scoped["project_key"] = self.project_key
+        return scoped
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         await self.base.append(self._key(key), entries)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
-        result: list[SessionStoreEntry] | None = await self.base.load(self._key(key))
-        return result
+        return await self.base.load(self._key(key))
 
-    async def list_sessions(self, project_key: str) -> Any:
+    async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         return await self.base.list_sessions(self.project_key)
 
-    async def list_session_summaries(self, project_key: str) -> Any:
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         return await self.base.list_session_summaries(self.project_key)
 
     async def delete(self, key: SessionKey) -> None:
         await self.base.delete(self._key(key))
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
-        result: list[str] = await self.base.list_subkeys(self._key(key))
-        return result
+        return await self.base.list_subkeys(self._key(key))

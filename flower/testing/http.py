@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from flower.testing.replies import Drop, Error, Reply, Step, error_body, materialize, sse_events
 from flower.testing.request import Request
@@ -75,94 +75,99 @@ class Server(ThreadingHTTPServer):
                 pass
 
 
-def make_handler(api: Script) -> type[BaseHTTPRequestHandler]:
-    class _Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class _Handler(BaseHTTPRequestHandler):
+    """One request of the scripted API: its subclass per `Script` (`make_handler`) names the API behind it."""
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet server
-            return
+    api: ClassVar[Script]
+    protocol_version = "HTTP/1.1"
 
-        def do_GET(self) -> None:  # noqa: N802
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet server
+        return
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not found"}})
+
+    do_HEAD = do_GET  # noqa: N815
+    do_PUT = do_GET  # noqa: N815
+    do_DELETE = do_GET  # noqa: N815
+
+    def do_POST(self) -> None:  # noqa: N802
+        path = self.path.split("?", 1)[0]
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if path == "/v1/messages/count_tokens":
+            self._count_tokens(raw)
+        elif path == "/v1/messages":
+            self._messages(raw)
+        else:
             self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not found"}})
 
-        do_HEAD = do_GET  # noqa: N815
-        do_PUT = do_GET  # noqa: N815
-        do_DELETE = do_GET  # noqa: N815
+    def _count_tokens(self, raw: bytes) -> None:
+        self._json(200, {"input_tokens": max(1, len(raw) // 4)})
 
-        def do_POST(self) -> None:  # noqa: N802
-            path = self.path.split("?", 1)[0]
-            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-            if path == "/v1/messages/count_tokens":
-                self._count_tokens(raw)
-            elif path == "/v1/messages":
-                self._messages(raw)
-            else:
-                self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "Not found"}})
+    def _messages(self, raw: bytes) -> None:
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._json(400, error_body(Error(400, "request body is not valid JSON")))
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        request = self.api._record(headers, body, len(raw))
+        step = self.api._next_step(request)
+        if step.delay:
+            time.sleep(step.delay)
+        if isinstance(step, Error):
+            self._json(step.status, error_body(step), request_id=f"req_fake_{request.index}")
+        elif isinstance(step, Drop):
+            self._drop(step, request)
+        else:
+            self._reply(step, request)
 
-        def _count_tokens(self, raw: bytes) -> None:
-            self._json(200, {"input_tokens": max(1, len(raw) // 4)})
+    def _reply(self, step: Reply, request: Request) -> None:
+        usage = step.usage.resolve(request.size, self.api._cached_chars(request))
+        self.api._usages[request.index] = usage
+        message = materialize(step, str(request.body.get("model") or self.api.model), usage)
+        if not request.stream:
+            self._json(200, message, request_id=f"req_fake_{request.index}")
+            return
+        payload = b"".join(sse_events(message, step.chunk))
+        self._sse_head(len(payload), request)
+        self.wfile.write(payload)
+        self.wfile.flush()
 
-        def _messages(self, raw: bytes) -> None:
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                self._json(400, error_body(Error(400, "request body is not valid JSON")))
-                return
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            request = api._record(headers, body, len(raw))
-            step = api._next_step(request)
-            if step.delay:
-                time.sleep(step.delay)
-            if isinstance(step, Error):
-                self._json(step.status, error_body(step), request_id=f"req_fake_{request.index}")
-            elif isinstance(step, Drop):
-                self._drop(step, request)
-            else:
-                self._reply(step, request)
+    def _drop(self, step: Drop, request: Request) -> None:
+        usage = Reply(()).usage.resolve(request.size)
+        message = materialize(Reply((), stop_reason="end_turn"), self.api.model, usage)
+        events = list(sse_events(message, 40))[: step.after_events]
+        self._sse_head(100_000, request)
+        for event in events:
+            self.wfile.write(event)
+        self.wfile.flush()
+        # RST instead of FIN: the client sees ECONNRESET, as on a real network drop.
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
 
-        def _reply(self, step: Reply, request: Request) -> None:
-            usage = step.usage.resolve(request.size, api._cached_chars(request))
-            api._usages[request.index] = usage
-            message = materialize(step, str(request.body.get("model") or api.model), usage)
-            if not request.stream:
-                self._json(200, message, request_id=f"req_fake_{request.index}")
-                return
-            payload = b"".join(sse_events(message, step.chunk))
-            self._sse_head(len(payload), request)
-            self.wfile.write(payload)
-            self.wfile.flush()
+    def _sse_head(self, length: int, request: Request) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("request-id", f"req_fake_{request.index}")
+        self.send_header("content-length", str(length))
+        self.end_headers()
 
-        def _drop(self, step: Drop, request: Request) -> None:
-            usage = Reply(()).usage.resolve(request.size)
-            message = materialize(Reply((), stop_reason="end_turn"), api.model, usage)
-            events = list(sse_events(message, 40))[: step.after_events]
-            self._sse_head(100_000, request)
-            for event in events:
-                self.wfile.write(event)
-            self.wfile.flush()
-            # RST instead of FIN: the client sees ECONNRESET, as on a real network drop.
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.close_connection = True
+    def _json(self, status: int, payload: Mapping[str, Any], request_id: str | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        if request_id:
+            self.send_header("request-id", request_id)
+        if status in (429, 529):
+            self.send_header("retry-after", "0")
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
 
-        def _sse_head(self, length: int, request: Request) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream; charset=utf-8")
-            self.send_header("cache-control", "no-cache")
-            self.send_header("request-id", f"req_fake_{request.index}")
-            self.send_header("content-length", str(length))
-            self.end_headers()
 
-        def _json(self, status: int, payload: Mapping[str, Any], request_id: str | None = None) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            if request_id:
-                self.send_header("request-id", request_id)
-            if status in (429, 529):
-                self.send_header("retry-after", "0")
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
-
-    return _Handler
+def make_handler(api: Script) -> type[BaseHTTPRequestHandler]:
+    """The handler class for a server answering from `api`."""
+    return type("_Handler", (_Handler,), {"api": api})

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,7 @@ _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _OPERATOR_RE = re.compile(r"^[();<>|&]+$")
 
 
-def workbench_stats(workbench: Workbench, entries: Any) -> WorkbenchStats:
+def workbench_stats(workbench: Workbench, entries: Iterable[object]) -> WorkbenchStats:
     """Count script writes and runs in transcript `entries` (dicts as stored; a list may also hold
     whole lists, e.g. the main transcript and each subagent's) and the files on disk.
 
@@ -118,7 +118,7 @@ def workbench_stats(workbench: Workbench, entries: Any) -> WorkbenchStats:
     )
 
 
-def _flatten(entries: Any) -> list[Mapping[str, Any]]:
+def _flatten(entries: Iterable[object]) -> list[Mapping[str, Any]]:
     out: list[Mapping[str, Any]] = []
     for item in entries:
         if isinstance(item, Mapping):

@@ -217,15 +217,7 @@ def _awk_lex(src: str) -> bool:
                 return False
             after_format = True
         word = ""
-        if c == '"':
-            i, operand = _awk_delimited(src, i + 1, '"'), True
-        elif c == "/" and not operand:
-            end = _awk_delimited(src, i + 1, "/")
-            body = src[i + 1 : end - 1]
-            if '"' in body or ("[" in body and "]" not in body[body.rindex("[") :]):
-                return False  # awks disagree on `/` inside brackets; refuse rather than guess
-            i, operand = end, True
-        elif c.isalpha() or c == "_":
+        if c.isalpha() or c == "_":
             word = _AWK_IDENT.match(src, i).group()  # type: ignore[union-attr]
             i += len(word)
             if word in ("print", "printf"):
@@ -234,8 +226,6 @@ def _awk_lex(src: str) -> bool:
                 want_format = True
             getline = getline or word == "getline"
             operand = word not in _AWK_REGEX_AFTER and word not in ("if", "while", "for")
-        elif c.isdigit() or (c == "." and src[i + 1 : i + 2].isdigit()):
-            i, operand = _AWK_NUMBER.match(src, i).end(), True  # type: ignore[union-attr]
         elif c == "(":
             parens.append(last_word in ("if", "while", "for"))
             depth, i, operand = depth + 1, i + 1, False
@@ -254,15 +244,33 @@ def _awk_lex(src: str) -> bool:
             if getline:
                 return False  # `getline < FILE`: the file may be computed or a /inet/ socket
             i, operand = i + 1, False
-        elif c == "]":
-            i, operand = i + 1, True
-        elif src.startswith(("++", "--"), i):
-            i, operand = i + 2, True
-        elif c == "|":
-            if not src.startswith("||", i) or src.startswith("|||", i):
-                return False  # `print | "cmd"`, `"cmd" | getline`, `|&`: only `||` (logical or), outside strings and regexes
-            i, operand = i + 2, False
         else:
-            i, operand = i + 1, False
+            i, operand = _awk_plain_token(src, i, operand)
         last_word = word
     return not parens and not want_format
+
+
+def _awk_plain_token(src: str, i: int, operand: bool) -> tuple[int, bool]:
+    """Past the token at `i` that touches no lexer state but `operand` (a string, a regex, a number, an
+    operator): where it ends and whether it was an operand. Refuses what `_awk_lex` refuses."""
+    c = src[i]
+    if c == '"':
+        return _awk_delimited(src, i + 1, '"'), True
+    if c == "/" and not operand:
+        end = _awk_delimited(src, i + 1, "/")
+        body = src[i + 1 : end - 1]
+        if '"' in body or ("[" in body and "]" not in body[body.rindex("[") :]):
+            raise Refusal("script", "awk")  # awks disagree on `/` inside brackets; refuse rather than guess
+        return end, True
+    if c.isdigit() or (c == "." and src[i + 1 : i + 2].isdigit()):
+        return _AWK_NUMBER.match(src, i).end(), True  # type: ignore[union-attr]
+    if c == "]":
+        return i + 1, True
+    if src.startswith(("++", "--"), i):
+        return i + 2, True
+    if c == "|":
+        if not src.startswith("||", i) or src.startswith("|||", i):
+            # `print | "cmd"`, `"cmd" | getline`, `|&`: only `||` (logical or), outside strings and regexes
+            raise Refusal("script", "awk")
+        return i + 2, False
+    return i + 1, False

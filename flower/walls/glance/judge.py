@@ -19,8 +19,8 @@ Invariants.
   (`flower.walls.glance.options`), which stops at the first operand exactly where the command does.
 - No word names a device, a process file descriptor or a gawk `/inet/` socket, in any position
   (`flower.walls.glance.paths`); with `cwd=` (the wall), no word names an existing FIFO, socket or
-  device through a symlink either. That one check reads the filesystem, so only the wall uses it: a
-  command it refuses never ran, so there is no result to expire.
+  device through a symlink either (`flower.walls.glance.disk`). That one check reads the filesystem,
+  so only the wall uses it: a command it refuses never ran, so there is no result to expire.
 - The judge never runs anything and keeps no state but an LRU cache of verdicts.
 - Git glances run with a repository's programs pinned off: `harden_git` inserts `GIT_PINS` and each
   subcommand's `--no-ext-diff --no-textconv`/`--no-filters`; the wall hands the result to the CLI as
@@ -62,19 +62,20 @@ Decisions (each one is pinned by the corpus in tests/support/glance_corpus.py).
 from __future__ import annotations
 
 import functools
-import glob
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import bashlex
 
 from flower import texts
+from flower.walls.glance.disk import Found as _Found
+from flower.walls.glance.disk import on_disk
 from flower.walls.glance.git import GIT_PINS, check_git_words
 from flower.walls.glance.options import Args, Rule, Word, each_reading, parse
 from flower.walls.glance.options import Refusal as _Refuse
 from flower.walls.glance.options import literal as _literal
-from flower.walls.glance.paths import device_word, inet_word, root_word, special_file
+from flower.walls.glance.options import reason as _reason
+from flower.walls.glance.paths import device_word, inet_word, root_word
 from flower.walls.glance.rules import COMMANDS, check_widths, option_values, reads_stdin
 from flower.walls.glance.words import GAP as _GAP
 from flower.walls.glance.words import KINDS as _KINDS
@@ -98,18 +99,6 @@ MAX_COMMAND_CHARS = 2000
 # --- command lines -----------------------------------------------------------------------------
 
 _BANNED_LONG = ("--output", "--force")
-
-
-@dataclass
-class _Found:
-    """What judging a glance learned beyond the verdict: the words the wall checks on disk, and where
-    each git command takes its pins."""
-
-    paths: list[tuple[Word, bool, str]]
-    """Each word to look up on disk, whether its command reads what it names, and the directory (below
-    the working directory) its command resolves it in (`git -C DIR`)."""
-    gits: list[tuple[int, list[tuple[int, str]], list[str]]]
-    """Per git command: where its pins go, (position, flags) for its subcommand, its `-C` values."""
 
 
 def _harden(rule: Rule, anchor: int, harden: list[tuple[int, str]]) -> None:
@@ -282,13 +271,6 @@ def _judge_node(node: object, src: str, found: _Found, piped: bool = False) -> N
         raise _Refuse("construct", _KINDS.get(kind, kind))
 
 
-def _reason(refusal: _Refuse) -> str:
-    # One line, and short: it lands in the coordinator's context. A stray \r is the usual culprit
-    # when `git status\r` is refused, so it stays visible.
-    what = " ".join(refusal.what.replace("\r", "\\r").split())
-    return texts.GLANCE_WHY[refusal.code].format(what=what if len(what) <= 60 else what[:57] + "...")
-
-
 def _mask_single_quotes(src: str) -> str:
     """`src` with the text inside each single-quoted string replaced by `x`s of the same length, for
     bashlex only: bash takes nothing inside single quotes for syntax, but bashlex misreads some of it
@@ -344,79 +326,11 @@ def _analyse(command: str) -> tuple[str | None, _Found]:
         return texts.GLANCE_WHY["parse"], _Found([], [])
 
 
-_MAX_DISK_CHECKS = 256
-
-
-MAX_READ_BYTES = 2 << 30
-"""A reader may not open a file larger than this (a sparse terabyte reads for hours)."""
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size if os.path.isfile(path) else 0
-    except OSError:
-        return 0
-
-
-def _candidates(word: Word, base: str, cwd: str) -> list[tuple[str, bool]] | str:
-    """The names a word may make its command open, each with whether it is a value hidden inside an
-    option (`-fz`, `--exclude-from=z`, `-o=go-template-file=z`); or a refusal reason."""
-    if not word.literal:
-        pattern = os.path.expanduser(word.value) if word.value.startswith("~") else word.value
-        if word.braced or "{" in pattern:
-            return texts.GLANCE_WHY["expansion"].format(what=word.value)
-        names = []
-        for name in glob.iglob(pattern, root_dir=os.path.join(cwd, base)):
-            names.append((name, False))
-            if len(names) > _MAX_DISK_CHECKS:
-                return texts.GLANCE_WHY["long"]  # never check a part and skip the rest
-        return names
-    value = word.value
-    names = [(value, False)]
-    if value.startswith("-") and not value.startswith("--"):
-        # A short option's attached value (`grep -fz`, `du -Xz`, `git diff -Oz`): any suffix may be one.
-        names += [(value[k:], True) for k in range(2, len(value))]
-    for k, ch in enumerate(value):
-        if ch == "=" and k + 1 < len(value):
-            names.append((value[k + 1 :], True))  # `--files0-from=FIFO`, `-o=go-template-file=z`
-    return names
-
-
-def _on_disk(found: _Found, cwd: str) -> str | None:
-    """The wall's look at the filesystem: no word names a FIFO, socket or device (through a symlink or
-    a glob), and `git -C` stays below the working directory."""
-    checked = 0
-    root = os.path.realpath(cwd)
-    for word, reads, base in found.paths:
-        names = _candidates(word, base, cwd)
-        if isinstance(names, str):
-            return names
-        where = os.path.join(cwd, base)
-        for name, hidden in names:
-            if not word.literal and name.startswith(("-", "+")):
-                return _reason(_Refuse("flag", f"{word.value} matches {name}"))  # an option in disguise
-            checked += 1
-            if checked > _MAX_DISK_CHECKS * 4:
-                return texts.GLANCE_WHY["long"]
-            if special_file(name, where) or (reads and not hidden and os.path.realpath(os.path.join(where, name)) == "/"):
-                return _reason(_Refuse("device", name))
-            if (reads or hidden) and _size(os.path.join(where, os.path.expanduser(name))) > MAX_READ_BYTES:
-                return _reason(_Refuse("endless", f"{name} (over {MAX_READ_BYTES >> 30} GiB)"))
-    for _, _, dirs in found.gits:
-        where = cwd
-        for directory in dirs:  # `git -C a -C b` works in a/b
-            where = os.path.join(where, directory)
-            real = os.path.realpath(where)
-            if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
-                return _reason(_Refuse("outside", f"git -C {directory}"))
-    return None
-
-
 def _verdict(command: str, cwd: str | None) -> str | None:
     reason, found = _analyse(command)
     if reason is None and cwd is not None:
         try:
-            return _on_disk(found, cwd)
+            return on_disk(found, cwd)
         except Exception:
             return texts.GLANCE_WHY["parse"]
     return reason

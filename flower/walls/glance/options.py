@@ -26,7 +26,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Args", "Order", "Refusal", "Rule", "Word", "interpretations", "literal", "parse"]
+from flower import texts
+
+__all__ = ["Args", "Order", "Refusal", "Rule", "Word", "interpretations", "literal", "parse", "reason"]
 
 Order = Literal["gnu", "stop", "permute"]
 
@@ -37,6 +39,14 @@ class Refusal(Exception):
     def __init__(self, code: str, what: str = "") -> None:
         super().__init__(code, what)
         self.code, self.what = code, what
+
+
+def reason(refusal: Refusal) -> str:
+    """The refusal as the one short line a denial message shows."""
+    # One line, and short: it lands in the coordinator's context. A stray \r is the usual culprit
+    # when `git status\r` is refused, so it stays visible.
+    what = " ".join(refusal.what.replace("\r", "\\r").split())
+    return texts.GLANCE_WHY[refusal.code].format(what=what if len(what) <= 60 else what[:57] + "...")
 
 
 @dataclass(frozen=True)
