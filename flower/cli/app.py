@@ -38,6 +38,10 @@ COMMANDS: tuple[click.Command, ...] = (
 """Every command of `flower`, in the order `flower --help` lists them."""
 
 
+_RUNNING = frozenset({"run", "once", "go", "resume", "worker"})
+"""The commands that run agents: they say on stderr which config file settings they ignored."""
+
+
 class UserError(click.ClickException):
     """One line on stderr, exit status 1."""
 
@@ -99,16 +103,20 @@ class FlowerGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """flower: long Claude agent runs with a clean coordinator context."""
-    from flower.cli.config import default_map, load_config
+    from flower.cli.config import default_map, trusted_config
 
     # flag > env > config file (flower.toml or [tool.flower]) > default: click's default_map sits below both.
+    # A file inside the workspace does not feed the settings that choose where data goes.
     try:
-        values = load_config()[1]
+        _, values, ignored = trusted_config()
     except FlowerError:
         if ctx.resilient_parsing or "--help" in sys.argv[1:]:
             return  # help and shell completion still work beside a broken config file
         raise
     ctx.default_map = {**default_map(values), **(ctx.default_map or {})}
+    if ctx.invoked_subcommand in _RUNNING and not ctx.resilient_parsing and "--help" not in sys.argv[1:]:
+        for item in ignored:
+            click.echo(f"flower: {item.line()}", err=True)
 
 
 def main() -> None:

@@ -2,7 +2,8 @@
 
 Settings are resolved by `flower.runtime.config.resolve_config` (flag > environment > config file >
 default); `flower config` prints exactly what it returns. Here the config file's values also become
-click's `default_map`, so a command's flag or environment variable still wins over them.
+click's `default_map`, so a command's flag or environment variable still wins over them; a file inside
+the workspace feeds none of the settings that choose where data goes (`trusted_config`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flower.runtime.config import SETTINGS, Setting, find_config, load_config, resolve_config
+from flower.runtime.config import (
+    SETTINGS,
+    TRUST_ENV,
+    Setting,
+    find_config,
+    load_config,
+    resolve_config,
+    trusted_config,
+)
 
 __all__ = ["ENVIRONMENT", "OPTIONS", "SETTINGS", "Setting", "default_map", "find_config", "load_config",
-           "resolve_config"]
+           "resolve_config", "trusted_config"]
 
 _ALL = ("report", "preview", "logs")
 OPTIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -29,6 +38,7 @@ OPTIONS: dict[str, tuple[tuple[str, str], ...]] = {
 
 ENVIRONMENT: tuple[tuple[str, str], ...] = (
     *((s.env, s.help) for s in SETTINGS if s.env),
+    (TRUST_ENV, "1: a config file inside the workspace may set run_dir, store, otlp and workspace too"),
     ("ANTHROPIC_API_KEY", "API key; `ANTHROPIC_AUTH_TOKEN` or `CLAUDE_CODE_OAUTH_TOKEN` work too"),
     ("ANTHROPIC_BASE_URL", "the Messages API endpoint (a local address runs without credentials)"),
     ("ANTHROPIC_MODEL", "read by the Claude Code CLI when neither the spec nor --model names a model"),

@@ -252,7 +252,8 @@ def config(as_json: bool) -> None:
     resolved = resolve_config()
     rows, found = resolved.rows(), resolved.file
     if as_json:
-        click.echo(json.dumps({"file": str(found) if found else None, "settings": rows}, indent=1, default=str))
+        click.echo(json.dumps({"file": str(found) if found else None, "settings": rows,
+                               "ignored": [item.to_dict() for item in resolved.ignored]}, indent=1, default=str))
         return
     console = Console(highlight=False)
     click.echo(f"config file: {found or 'none (flower.toml or [tool.flower] in pyproject.toml)'}")
@@ -262,3 +263,5 @@ def config(as_json: bool) -> None:
     for row in rows:
         table.add_row(row["name"], "-" if row["value"] is None else str(row["value"]), row["source"])
     console.print(table)
+    for item in resolved.ignored:
+        click.echo(item.line())

@@ -6,6 +6,8 @@ the config the starter recorded in the durable run, whatever the worker's own en
 
 The config file is `flower.toml` (top-level keys) or the `[tool.flower]` table of `pyproject.toml`, found in
 the start directory or the nearest parent that has one (`flower.toml` wins when a directory has both).
+A file inside the workspace (or in the start directory) came with the repository, so it may not set the
+settings of `UNTRUSTED` (where data goes, what runs) unless `FLOWER_TRUST_CONFIG=1` says the user trusts it.
 
 Invariants:
 - `resolve_config` is the only place that reads flower's environment variables and config file; the rest
@@ -30,6 +32,7 @@ from flower.errors import ConfigError
 from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.refresh import RefreshPolicy
 from flower.runtime.resilience import RetryPolicy
+from flower.runtime.trust import Ignored, inside_workspace
 from flower.stores.trim import EphemeralPolicy, TrimPolicy
 from flower.workbench.bench import Placement, Workbench
 
@@ -43,6 +46,9 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "SETTINGS",
+    "TRUST_ENV",
+    "UNTRUSTED",
+    "Ignored",
     "Resolved",
     "RuntimeConfig",
     "RuntimeOptions",
@@ -51,6 +57,7 @@ __all__ = [
     "load_config",
     "parse_tokens",
     "resolve_config",
+    "trusted_config",
 ]
 
 @dataclass(frozen=True)
@@ -239,6 +246,19 @@ _TOKENS = {"window": "200000 or 200k", "handoff_at": "40000 or 40k"}
 """Token counts (`200k`, `1m` and `200_000` are accepted), with the example an error gives."""
 
 
+UNTRUSTED: dict[str, str] = {
+    "workspace": "where the agents work",
+    "run_dir": "where the run's state is written",
+    "store": "where sessions are written",
+    "otlp": "where traces are sent",
+}
+"""Settings that choose where data goes or what runs: a config file inside the workspace came with the
+repository, not from the user, so its value for one of these is ignored. A later setting of that kind
+is added here."""
+TRUST_ENV = "FLOWER_TRUST_CONFIG"
+"""Set to 1 to let a config file inside the workspace set the settings of `UNTRUSTED` too."""
+
+
 @dataclass(frozen=True)
 class Resolved:
     """The outcome of `resolve_config`: the config, the run's place, and each setting's source."""
@@ -250,6 +270,9 @@ class Resolved:
     """Setting name -> `flag`, `env NAME`, the config file's path, or `default`."""
     file: Path | None
     """The config file read, if any."""
+    ignored: tuple[Ignored, ...] = ()
+    """The file's settings left out because the file lies inside the workspace (flag and env ones included:
+    they win anyway, but the file still tried)."""
 
     def value(self, name: str) -> Any:
         return getattr(self, name) if name in _WHERE else getattr(self.config, name)
@@ -271,7 +294,7 @@ def resolve_config(
     if unknown:
         raise ConfigError(f"unknown flower setting {unknown[0]!r} (known: {', '.join(_BY_NAME)})")
     env = os.environ if env is None else env
-    path, values = load_config(start)
+    path, values, ignored = trusted_config(start, env=env, workspace=flags.get("workspace"))
     chosen: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for s in SETTINGS:
@@ -285,7 +308,7 @@ def resolve_config(
             sources[s.name] = "default"
     where = {name: chosen.pop(name, default) for name, default in _WHERE.items()}
     return Resolved(RuntimeConfig(**chosen), workspace=str(where["workspace"]), store=where["store"],
-                    sources=sources, file=path)
+                    sources=sources, file=path, ignored=ignored)
 
 
 def _parse(setting: Setting, raw: Any, where: str) -> Any:
@@ -370,6 +393,24 @@ def load_config(start: Path | None = None) -> tuple[Path | None, dict[str, Any]]
         else:
             values[setting.name] = _parse(setting, value, f"{path}: {key}")
     return path, values
+
+
+def trusted_config(
+    start: Path | None = None, *, env: Mapping[str, str] | None = None, workspace: str | None = None,
+) -> tuple[Path | None, dict[str, Any], tuple[Ignored, ...]]:
+    """`load_config` without the `UNTRUSTED` settings of a file that lies inside the workspace, and those
+    left out (see `flower.runtime.trust.inside_workspace` for what counts as inside)."""
+    env = os.environ if env is None else env
+    path, values = load_config(start)
+    if path is None or env.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return path, values, ()
+    own = values.get("workspace")
+    given = workspace or env.get("FLOWER_WORKSPACE") or None
+    if not inside_workspace(path, start or Path.cwd(), given, own if isinstance(own, str) else None):
+        return path, values, ()
+    ignored = tuple(Ignored(name, path, f"--{name.replace('_', '-')}", _BY_NAME[name].env or "", what, TRUST_ENV)
+                    for name, what in UNTRUSTED.items() if name in values)
+    return path, {k: v for k, v in values.items() if k not in UNTRUSTED}, ignored
 
 
 def _file_text(setting: Setting, value: str, path: Path, key: str) -> Any:
