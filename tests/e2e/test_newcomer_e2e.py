@@ -74,7 +74,8 @@ def test_the_demo_says_why_it_matters_with_one_turn_count(tmp_path: Path) -> Non
 def test_config_file_settings_reach_the_runtime(
     scripted_api: ScriptedAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """flower.toml's spill_threshold, trim and run_dir are what the run used (the manifest records them)."""
+    """flower.toml's spill_threshold and trim are what the run used (the manifest records them); its run_dir
+    is not, since a file inside the workspace may not choose where data goes (issue #30)."""
     import json
 
     scripted_api.script([text("ok")])
@@ -83,7 +84,8 @@ def test_config_file_settings_reach_the_runtime(
     result = CliRunner().invoke(cli, ["once", "hi", "-w", str(tmp_path)], env=scripted_api.cli_env(tmp_path / "home"),
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    row = json.loads((tmp_path / "from-config" / "manifest.json").read_text())["steps"][-1]
+    assert not (tmp_path / "from-config").exists() and "ignored: run_dir from" in result.stderr
+    row = json.loads((tmp_path / "runs" / "manifest.json").read_text())["steps"][-1]
     assert row["policies"]["spill_threshold"] == 1234 and row["policies"]["trim"] is not None
 
 

@@ -84,3 +84,28 @@ def test_the_handoff_threshold_setting_reaches_the_runtime(tmp_path: Path, monke
     assert env_rows["handoff_at"]["source"] == "env FLOWER_HANDOFF_AT"
     (tmp_path / "flower.toml").write_text('handoff_at = "soon"\n')
     assert_one_line_error(invoke("config", env={"FLOWER_HANDOFF_AT": None}), "handoff_at")
+
+
+def test_a_config_file_inside_the_workspace_shows_what_it_may_not_set(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`flower config` names each ignored setting with why, in text and JSON; the commands do not use it."""
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "flower.toml").write_text(f'run_dir = "{run_dir}"\notlp = "http://127.0.0.1:9"\nspill_threshold = 9\n')
+    monkeypatch.chdir(ws)
+    env: dict[str, str | None] = {"FLOWER_RUN_DIR": None, "FLOWER_OTLP": None, "FLOWER_TRUST_CONFIG": None}
+    result = invoke("config", "--json", env=env)
+    data = json.loads(result.stdout)
+    rows = {row["name"]: row for row in data["settings"]}
+    assert rows["run_dir"]["source"] == "default" and rows["otlp"]["value"] is None
+    assert rows["spill_threshold"]["value"] == 9  # the rest of the file still counts
+    assert [(i["name"], i["file"]) for i in data["ignored"]] == [("run_dir", str(ws / "flower.toml")),
+                                                                  ("otlp", str(ws / "flower.toml"))]
+    assert "may not choose" in data["ignored"][0]["reason"] and "FLOWER_RUN_DIR" in data["ignored"][0]["reason"]
+    lines = [line for line in invoke("config", env=env).stdout.splitlines() if line.startswith("ignored: ")]
+    assert lines == [i["line"] for i in data["ignored"]]
+    assert_one_line_error(invoke("sessions", "list", env=env), "no session store at runs/sessions.db")  # not run_dir
+    trusted = json.loads(invoke("config", "--json", env={**env, "FLOWER_TRUST_CONFIG": "1"}).stdout)
+    assert trusted["ignored"] == [] and {r["name"]: r for r in trusted["settings"]}["run_dir"]["value"] == str(run_dir)
+    assert len(json.loads(invoke("sessions", "list", "--json", env={**env, "FLOWER_TRUST_CONFIG": "1"}).stdout)) == 2
