@@ -6,7 +6,7 @@ Such a file may still tune the runtime, but not choose where data goes or what r
 Invariants:
 - Links are resolved on both sides: a file found inside the workspace stays inside even when it is a link
   to a file outside, and a workspace reached through a link is its real directory.
-- Deciding reads no file and creates none.
+- Deciding reads no file and creates none (it only looks for a `.git` to find a checkout's top).
 """
 
 from __future__ import annotations
@@ -46,11 +46,21 @@ def inside_workspace(path: Path, start: Path, workspace: str | None, own: str | 
     """Whether the config file `path` lies inside the workspace: the start directory (a command's
     `--workspace` is not known to every caller, and the start directory is the default workspace), the
     workspace a flag or variable names (`workspace`), or the one the file itself names (`own`) when it
-    holds the file. Relative workspaces are taken from `start`."""
+    holds the file; and the git checkout holding any of these, so that starting in a subfolder of a cloned
+    repository does not make its top-level file the user's. Relative workspaces are taken from `start`."""
     here = start.resolve()
     places = [here, *(_place(w, here) for w in (workspace, own) if w)]
+    places += [top for top in map(_checkout, places) if top is not None]
     folders = {path.parent.resolve(), path.resolve().parent}  # where it was found, and a link's target
     return any(f == place or place in f.parents for f in folders for place in places)
+
+
+def _checkout(folder: Path) -> Path | None:
+    """The top of the git work tree holding `folder` (the nearest folder with a `.git`), if any."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
 
 
 def _place(folder: str, here: Path) -> Path:

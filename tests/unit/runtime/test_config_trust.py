@@ -94,3 +94,16 @@ def test_a_flag_or_variable_wins_and_the_switch_trusts_the_file(tmp_path: Path) 
 def test_every_guarded_setting_is_a_setting_with_a_variable(name: str) -> None:
     setting = {s.name: s for s in SETTINGS}[name]
     assert setting.env, name  # the ignored line names the variable that sets it
+
+
+def test_a_checkouts_top_level_file_is_inside_from_a_subfolder(tmp_path: Path) -> None:
+    """Starting in a subfolder of a cloned repository does not make its top-level flower.toml the user's."""
+    ws = _ws(tmp_path)
+    (ws / "flower.toml").write_text('run_dir = "/tmp/elsewhere"\n')
+    assert resolve_config({}, env={}, start=ws / "sub").config.run_dir == "/tmp/elsewhere"  # no checkout: above
+    (ws / ".git").mkdir()
+    resolved = resolve_config({}, env={}, start=ws / "sub")
+    assert resolved.config.run_dir == "runs" and [i.name for i in resolved.ignored] == ["run_dir"]
+    (tmp_path / "flower.toml").write_text('run_dir = "/tmp/mine"\n')  # above the checkout: the user's own
+    (ws / "flower.toml").unlink()
+    assert resolve_config({}, env={}, start=ws / "sub").config.run_dir == "/tmp/mine"
