@@ -50,6 +50,7 @@ from flower.runtime.steps import StepResult
 from flower.stores.opening import StoreReader, open_store
 from flower.util.loader import load_target
 from flower.util.oneline import first_line
+from flower.util.rundir import checked_path
 
 __all__ = [
     "BRANCH_WORKFLOW",
@@ -277,7 +278,7 @@ def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
 
 @contextlib.contextmanager
 def _run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
-    path = run_dir / "locks" / f"{safe_name(run_id)}.lock"
+    path = checked_path(run_dir / "locks" / f"{safe_name(run_id)}.lock", run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(path, timeout=0)  # portable (no fcntl): `import flower.flow` works on Windows too
     try:
@@ -292,7 +293,7 @@ def _run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
 
 def run_lock_held(run_dir: Path, run_id: str) -> bool:
     """Another process on this machine is executing the run now."""
-    path = run_dir / "locks" / f"{safe_name(run_id)}.lock"
+    path = checked_path(run_dir / "locks" / f"{safe_name(run_id)}.lock", run_dir)
     if not path.exists():
         return False
     lock = FileLock(path, timeout=0)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from flower.errors import ConfigError, FlowerError, StoreError
 from flower.util.oneline import first_line
+from flower.util.rundir import checked_sqlite
 
 if TYPE_CHECKING:
     from dbos import DBOSClient
@@ -98,7 +99,9 @@ def _wal(path: Path) -> None:
 
 
 def _check_sqlite(path: Path) -> None:
-    """A missing file is fine (DBOS creates it); an existing one must be a DBOS system database."""
+    """A missing file is fine (DBOS creates it); an existing one must be a DBOS system database. Neither it
+    nor SQLite's side files may be a symlink or anything but a regular file."""
+    checked_sqlite(path)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         _wal(path)

@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol
 
 from flower.errors import ConfigError, StoreError
 from flower.util.oneline import first_line
+from flower.util.rundir import checked_sqlite
 
 __all__ = [
     "Letter",
@@ -221,7 +222,8 @@ def open_mailbox(run_dir: str | Path, store: str | None = None, *, schema: str =
     beside the SQLite session store (`store`, a file) or in `run_dir`."""
     if store and is_postgres_dsn(store):
         return PostgresMailbox(store, schema=schema)
-    return SqliteMailbox((Path(store).parent if store else Path(run_dir)) / MAILBOX_FILE)
+    folder = Path(store).parent if store else Path(run_dir)
+    return SqliteMailbox(checked_sqlite(folder / MAILBOX_FILE, folder))
 
 
 def is_postgres_dsn(store: str) -> bool:

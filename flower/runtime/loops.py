@@ -26,6 +26,7 @@ from flower.runtime.handoff import save_handoff
 from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome
 from flower.runtime.resilience import endpoint_of, probe_target, wait_for_endpoint
+from flower.util.confined import Confined
 
 __all__ = ["Ending", "run_step"]
 
@@ -131,7 +132,7 @@ def _next_generation(runtime: Host, step: Step, move: Move, session: str | None)
 
 
 def _save(runtime: Host, step: str, doc: str) -> Path:
-    notes = runtime.workbench.folder("notes") if runtime.workbench is not None else runtime.run_dir / "notes"
+    notes = runtime.workbench.folder("notes") if runtime.workbench is not None else Confined(runtime.run_dir, ("notes",))
     return save_handoff(notes, step, doc)
 
 

@@ -47,7 +47,7 @@ from flower.runtime.steps import StepResult, append_manifest
 from flower.runtime.stream import EventStream
 from flower.runtime.tally import Tally
 from flower.runtime.tracing import traced
-from flower.util.rundir import make_run_dir
+from flower.util.rundir import checked_sqlite, make_run_dir
 from flower.workbench.bench import Placement, Workbench
 
 if TYPE_CHECKING:
@@ -121,7 +121,8 @@ class Runtime:
         from flower.stores.scoped import ProjectScopedStore
         from flower.stores.sqlite import SqliteSessionStore
 
-        base: Any = store if store is not None else SqliteSessionStore(self.run_dir / "sessions.db")
+        base: Any = store if store is not None else SqliteSessionStore(
+            checked_sqlite(self.run_dir / "sessions.db", self.run_dir))
         if isinstance(base, RewritingSessionStore):
             return base
         if project is not None:

@@ -7,7 +7,6 @@ file lock, atomic replace) and never drops what is stored (an unreadable manifes
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
+
+from flower.util.confined import replace_text
+from flower.util.rundir import checked_path
 
 __all__ = ["StepResult", "append_manifest"]
 
@@ -68,8 +70,8 @@ class StepResult:
 def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
     """Add one row to `run_dir/manifest.json`: read-modify-write under an exclusive file lock, atomic
     replace, so parallel processes never lose each other's rows and a crash never leaves half a file."""
-    path = run_dir / "manifest.json"
-    with FileLock(run_dir / ".manifest.lock"):
+    path = checked_path(run_dir / "manifest.json", run_dir)
+    with FileLock(checked_path(run_dir / ".manifest.lock", run_dir)):
         try:
             data = json.loads(path.read_text()) if path.exists() else {"steps": []}
         except ValueError:
@@ -77,6 +79,4 @@ def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
             path.replace(path.with_name(f"manifest.unreadable-{int(time.time())}.json"))
             data = {"steps": []}
         data["steps"].append(dict(row))
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False))
-        tmp.replace(path)
+        replace_text(path, json.dumps(data, indent=1, ensure_ascii=False))  # a fresh temp file, never a planted one

@@ -16,6 +16,7 @@ import anyio
 from claude_agent_sdk.types import SessionKey, SessionStore, SessionStoreEntry
 
 from flower.errors import ConfigError, StoreError
+from flower.util.rundir import checked_sqlite
 
 __all__ = ["POSTGRES_SCHEMES", "StoreReader", "close_store", "is_postgres", "open_store"]
 
@@ -47,7 +48,7 @@ def open_store(url: str | None, run_dir: Path | None = None, *, create: bool = F
     if url:
         path = Path(url)
     elif run_dir is not None:
-        path = Path(run_dir) / "sessions.db"
+        path = checked_sqlite(Path(run_dir) / "sessions.db", run_dir)
     else:
         raise ConfigError("no session store: give --store or --run-dir")
     if not create and not path.is_file():
