@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from flower.runtime.runtime import Runtime
+from flower.util.rundir import checked_path
 
 __all__ = ["RunScope", "branch_runtime", "isolated_workspace", "safe_name"]
 
@@ -37,7 +38,8 @@ def safe_name(text: str) -> str:
 def isolated_workspace(workspace: Path, run_dir: Path, run_id: str, label: str) -> Path:
     """A workspace of its own for a parallel writing step: a git worktree at HEAD when the workspace is a
     git repository, else a copy of it (without `.flower/`). The same path on a re-run."""
-    target = run_dir / "workspaces" / safe_name(run_id) / safe_name(label)
+    # a committed link at runs/workspaces would put the worktree (or the copy) outside the run dir
+    target = checked_path(run_dir / "workspaces" / safe_name(run_id) / safe_name(label), run_dir, directory=True)
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

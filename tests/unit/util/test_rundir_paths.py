@@ -103,3 +103,15 @@ def test_the_manifest_still_appends(tmp_path: Path) -> None:
     append_manifest(tmp_path, {"step": "b"})
     assert '"b"' in (tmp_path / "manifest.json").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == [".manifest.lock", "manifest.json"]
+
+
+def test_a_linked_workspaces_folder_gets_no_branch_workspace(tmp_path: Path) -> None:
+    from flower.flow.isolation import isolated_workspace
+
+    ws, run, elsewhere = tmp_path / "ws", tmp_path / "runs", tmp_path / "elsewhere"
+    for folder in (ws, run, elsewhere):
+        folder.mkdir()
+    (run / "workspaces").symlink_to(elsewhere)
+    with pytest.raises(UnsafePathError, match="workspaces is a symlink"):
+        isolated_workspace(ws, run, "r1", "a")
+    assert list(elsewhere.iterdir()) == []
