@@ -6,9 +6,7 @@ and the JSON lines carry the complete final text."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from click.testing import CliRunner, Result
 from flower.cli import cli
 from flower.flow import engine
 from flower.testing import ScriptedAPI, Usage, text, tool_use
+from tests.support.otlp import OtlpReceiver
 
 pytestmark = [pytest.mark.e2e]
 
@@ -34,40 +33,10 @@ flow = Workflow([Step("draft", lead, "write the draft"), Step("check", pinned, "
 LONG = "".join(f"line {n}: the whole answer, \"quoted\", tabbed\t, ünïcode ✓ and a backslash \\\n" for n in range(600))
 
 
-class Receiver:
-    """An OTLP/HTTP trace receiver on 127.0.0.1: the names of the spans it was sent."""
-
-    def __init__(self) -> None:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-        self.spans: list[str] = []
-        spans = self.spans
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(self.rfile.read(int(self.headers.get("content-length") or 0)))
-                spans.extend(s.name for r in request.resource_spans for sc in r.scope_spans for s in sc.spans)
-                self.send_response(200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
+def receiver() -> Iterator[OtlpReceiver]:
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
-    found = Receiver()
+    found = OtlpReceiver()
     yield found
     found.stop()
 
@@ -91,7 +60,7 @@ def json_lines(result: Result) -> list[dict[str, Any]]:
     return [json.loads(line) for line in result.stdout.splitlines()]  # stdout holds JSON lines only
 
 
-def test_an_agent_spec_with_every_flag(scripted_api: ScriptedAPI, tmp_path: Path, receiver: Receiver) -> None:
+def test_an_agent_spec_with_every_flag(scripted_api: ScriptedAPI, tmp_path: Path, receiver: OtlpReceiver) -> None:
     scripted_api.script([text(LONG)])
     env = scripted_api.cli_env(tmp_path / "home")
     result = flower_run(env, tmp_path, "lead", "--model", MODEL, "--json", "--budget", "5", "--otlp", receiver.url,
@@ -103,10 +72,10 @@ def test_an_agent_spec_with_every_flag(scripted_api: ScriptedAPI, tmp_path: Path
     summary = [e for e in lines if e["kind"] == "summary"]
     assert len(summary) == 1 and summary[0]["text"] == LONG and summary[0]["ok"] and summary[0]["step"] == "lead"
     assert lines[-1]["kind"] == "run" and lines[-1]["state"] == "finished" and lines[-1]["steps"] == 1
-    assert {"run lead", "invoke_agent lead", f"chat {MODEL}"} <= set(receiver.spans), receiver.spans
+    assert {"run lead", "invoke_agent lead", f"chat {MODEL}"} <= set(receiver.names), receiver.names
 
 
-def test_a_workflow_with_every_flag(scripted_api: ScriptedAPI, tmp_path: Path, receiver: Receiver) -> None:
+def test_a_workflow_with_every_flag(scripted_api: ScriptedAPI, tmp_path: Path, receiver: OtlpReceiver) -> None:
     """On a Workflow, --model is the model of each step whose spec names none; the pinned step keeps its own."""
     scripted_api.script([text(LONG), text("checked: " + LONG)])
     env = scripted_api.cli_env(tmp_path / "home")
@@ -121,11 +90,11 @@ def test_a_workflow_with_every_flag(scripted_api: ScriptedAPI, tmp_path: Path, r
     assert lines[-1]["kind"] == "run" and (lines[-1]["state"], lines[-1]["steps"], lines[-1]["total"]) == (
         "finished", 2, 2)
     assert {"run flow", "invoke_agent lead", "invoke_agent pinned", f"chat {MODEL}", f"chat {PINNED}"} <= set(
-        receiver.spans), receiver.spans
+        receiver.names), receiver.names
 
 
 @pytest.mark.parametrize("target", ["lead", "flow"])
-def test_the_budget_reaches_the_claude_code_cli(scripted_api: ScriptedAPI, tmp_path: Path, receiver: Receiver,
+def test_the_budget_reaches_the_claude_code_cli(scripted_api: ScriptedAPI, tmp_path: Path, receiver: OtlpReceiver,
                                                 target: str) -> None:
     """Each reply costs $0.60 at the model's price: the CLI stops the query past --budget, for both targets,
     and the spans of the failed run are still exported."""
@@ -139,4 +108,4 @@ def test_the_budget_reaches_the_claude_code_cli(scripted_api: ScriptedAPI, tmp_p
     assert len(scripted_api.requests) <= 2 and {r.body["model"] for r in scripted_api.requests} == {MODEL}
     first = next(e for e in json_lines(result) if e["kind"] == "summary")
     assert first["step"] in ("lead", "draft") and not first["ok"] and "Reached maximum budget" in first["error"]
-    assert "invoke_agent lead" in receiver.spans
+    assert "invoke_agent lead" in receiver.names

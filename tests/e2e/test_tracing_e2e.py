@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.otlp import OtlpReceiver
+
 pytest.importorskip("opentelemetry.sdk")
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
@@ -114,46 +116,6 @@ async def test_tracing_is_off_without_a_provider() -> None:
     assert tracing.traced(callback) is callback and tracing.traced(None) is None
 
 
-class _Collector:
-    """A minimal OTLP/HTTP trace receiver on 127.0.0.1: decodes each export request's spans."""
-
-    def __init__(self) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-        self.spans: list[Any] = []
-        self.paths: list[str] = []
-        collector = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(body)
-                collector.paths.append(self.path)
-                for resource in request.resource_spans:
-                    for scope in resource.scope_spans:
-                        collector.spans.extend(scope.spans)
-                self.send_response(200)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_cli_otlp_exports_the_runs_spans(scripted_api: Any, tmp_path: Path) -> None:
     """`flower once --otlp URL --json`: the spans reach an OTLP/HTTP collector; events print as JSON lines."""
     import json
@@ -167,7 +129,7 @@ def test_cli_otlp_exports_the_runs_spans(scripted_api: Any, tmp_path: Path) -> N
     scripted_api.script([tool_use("Read", {"file_path": str(tmp_path / "ws" / "a.txt")}), text("read it")])
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "a.txt").write_text("hello\n")
-    collector = _Collector()
+    collector = OtlpReceiver()
     try:
         env = scripted_api.cli_env(tmp_path / "home")
         result = CliRunner().invoke(cli, ["once", "read a.txt", "-w", str(tmp_path / "ws"), "-r",

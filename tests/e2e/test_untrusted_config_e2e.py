@@ -8,9 +8,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -18,6 +16,7 @@ from click.testing import CliRunner, Result
 from flower.cli import cli
 from flower.flow import engine
 from flower.testing import ScriptedAPI, text
+from tests.support.otlp import OtlpReceiver
 
 pytestmark = [pytest.mark.e2e]
 
@@ -28,37 +27,6 @@ lead = AgentSpec(name="lead", instructions="You answer.", allowed_tools=["Read"]
 """
 CLEAN = {"FLOWER_RUN_DIR": None, "FLOWER_OTLP": None, "FLOWER_STORE": None, "FLOWER_WORKSPACE": None,
          "FLOWER_TRUST_CONFIG": None}
-
-
-class Listener:
-    """An HTTP listener on 127.0.0.1 that answers 200 and counts every connection it accepts."""
-
-    def __init__(self) -> None:
-        self.connections = 0
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                self.send_response(200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return
-
-        class Counting(ThreadingHTTPServer):
-            def verify_request(self, request: Any, client_address: Any) -> bool:
-                owner.connections += 1
-                return True
-
-        self.server = Counting(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class Silent:
@@ -86,9 +54,9 @@ class Silent:
 
 
 @pytest.fixture
-def listeners() -> Iterator[tuple[Listener, Silent]]:
+def listeners() -> Iterator[tuple[OtlpReceiver, Silent]]:
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
-    pair = Listener(), Silent()
+    pair = OtlpReceiver(), Silent()
     yield pair
     pair[0].stop()
     pair[1].stop()
@@ -116,7 +84,7 @@ def _run(scripted_api: ScriptedAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_a_workspace_flower_toml_cannot_send_traces_or_move_the_run_dir(
-    scripted_api: ScriptedAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listeners: tuple[Listener, Silent],
+    scripted_api: ScriptedAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listeners: tuple[OtlpReceiver, Silent],
 ) -> None:
     traces, postgres = listeners
     outside = tmp_path / "outside"
@@ -133,7 +101,7 @@ def test_a_workspace_flower_toml_cannot_send_traces_or_move_the_run_dir(
 
 
 def test_the_user_can_trust_the_file_explicitly(
-    scripted_api: ScriptedAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listeners: tuple[Listener, Silent],
+    scripted_api: ScriptedAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listeners: tuple[OtlpReceiver, Silent],
 ) -> None:
     traces, _ = listeners
     outside = tmp_path / "outside"

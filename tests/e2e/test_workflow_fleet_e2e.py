@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
-import select
 import signal
 import subprocess
 import sys
@@ -19,17 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from flower import texts
 from flower.flow import engine
 from flower.testing import ScriptedAPI, text, tool_use
+from tests.support.fleet import first_line, fleet_database, flower
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
-ADMIN = os.environ.get("FLOWER_TEST_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
 
 FLOW = """\
 from flower import AgentSpec, Step, Workflow
@@ -42,31 +38,8 @@ fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in
 
 @pytest.fixture
 def database() -> Iterator[str]:
-    name = f"flow_fleet_{os.getpid()}_{secrets.token_hex(3)}"
-    try:
-        with psycopg.connect(ADMIN, autocommit=True, connect_timeout=3) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    except psycopg.OperationalError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"PostgreSQL unreachable: {exc}")
-    try:
-        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with psycopg.connect(ADMIN, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-
-
-def flower(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "flower", *args], env={**os.environ, **env}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-
-
-def first_line(child: subprocess.Popen[str], timeout: float = 60) -> str:
-    assert child.stderr is not None
-    ready, _, _ = select.select([child.stderr], [], [], timeout)
-    assert ready, "the worker printed nothing"
-    return child.stderr.readline()
+    with fleet_database() as dsn:
+        yield dsn
 
 
 def test_fan_out_over_a_lead_and_a_worker_survives_a_killed_worker(
