@@ -191,8 +191,9 @@ def merge_hooks(*groups: Mapping[Any, Iterable[HookMatcher]] | None) -> Hooks:
 
 
 def _names_fork(kind: object) -> bool:
-    """Whether the CLI would take `kind` for its fork agent type: it trims and ignores case."""
-    return isinstance(kind, str) and kind.strip().lower() == "fork"
+    """Whether the CLI would take `kind` for its fork agent type: it trims (JavaScript's trim, which also drops
+    U+FEFF, a character Python's strip keeps) and ignores case."""
+    return isinstance(kind, str) and kind.strip().strip("\ufeff").strip().lower() == "fork"
 
 
 def fork_guard(agents: Collection[str] = (), *, leads: Collection[str] = ()) -> HookMatcher:

@@ -422,7 +422,7 @@ async def test_a_coordinator_cannot_fork_itself() -> None:
     assert await decide(fork_guard({"fork": None}), main_call("Agent", **fork)) == {}
 
 
-@pytest.mark.parametrize("spelling", ["Fork", "FORK", " fork", "fork ", "\tfOrK\n"])
+@pytest.mark.parametrize("spelling", ["Fork", "FORK", " fork", "fork ", "\tfOrK\n", "\ufefffork", "\u00a0fork\u3000"])
 async def test_every_spelling_of_fork_is_denied(spelling: str) -> None:
     """The CLI matches the fork type after trimming and ignoring case, so the wall does too; only the exact name
     of an agent the spec defines is that agent."""
