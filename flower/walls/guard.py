@@ -26,6 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -191,22 +192,31 @@ def merge_hooks(*groups: Mapping[Any, Iterable[HookMatcher]] | None) -> Hooks:
 
 
 def _names_fork(kind: object) -> bool:
-    """Whether the CLI would take `kind` for its fork agent type: it trims (JavaScript's trim, which also drops
-    U+FEFF, a character Python's strip keeps) and ignores case."""
-    return isinstance(kind, str) and kind.strip().strip("\ufeff").strip().lower() == "fork"
+    """Whether the CLI would take `kind` for its fork agent type. The bundled CLI compares names after NFKC,
+    lowercasing and removing every blank, dash and underscore anywhere in them ("fo rk", "f-o-r-k", "ｆｏｒｋ"
+    are all its fork); so does this, erring towards a denial where Python's classes are wider."""
+    if not isinstance(kind, str):
+        return False
+    folded = unicodedata.normalize("NFKC", kind).lower()
+    return "".join(ch for ch in folded if not _dropped(ch)) == "fork"
+
+
+def _dropped(ch: str) -> bool:
+    return ch.isspace() or ch in "_\ufeff\u200b" or unicodedata.category(ch) == "Pd"
 
 
 def fork_guard(agents: Collection[str] = (), *, leads: Collection[str] = ()) -> HookMatcher:
     """Deny `subagent_type: "fork"` on the main thread (and in `leads`): a fork is the coordinator itself as a
     subagent, with every tool of the session and none of a worker's rules or whitelist, so it would do the
-    hands-on work the wall keeps off the main thread. The CLI finds the fork whatever the case and the blanks
-    around the name ("Fork", " fork "), so every such spelling is denied; a spec that names an agent "fork"
-    dispatches that one, under exactly the name it gave."""
-    named, lead_types = frozenset(agents), frozenset(leads)
+    hands-on work the wall keeps off the main thread. Every spelling the CLI takes for the fork is denied, also
+    when the spec names an agent so: the CLI tests for its fork before it looks a name up among the spec's
+    agents, so such an agent cannot be dispatched anyway. `agents` is accepted for the callers' sake."""
+    del agents  # the CLI's own fork wins over a spec agent of that name
+    lead_types = frozenset(leads)
 
     async def guard(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         kind = tool_input_of(input_data).get("subagent_type")
-        if not _names_fork(kind) or kind in named or not _on_main(input_data, lead_types):
+        if not _names_fork(kind) or not _on_main(input_data, lead_types):
             return {}
         return _deny(texts.FORK_DENIAL)
 

@@ -101,13 +101,20 @@ def repo_pins(directory: str | os.PathLike[str]) -> str:
         if b"not a git repository" in done.stderr or not done.stderr:
             return ""
         raise Refusal("repository", "git (its configuration cannot be read)")
-    entries = [item.partition("\n") for item in done.stdout.decode("utf-8", "replace").split("\0") if item]
+    try:  # a pin must name a subsection byte for byte, and the command reaches the CLI as text
+        listing = done.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Refusal("repository", "git (its configuration holds names that are not UTF-8)") from None
+    entries = [item.partition("\n") for item in listing.split("\0") if item]
     pins: list[str] = []
     filters: set[str] = set()
     drivers: set[str] = set()
     for written, _, value in entries:
         section, name, variable = split_key(written)
         key = written.lower()
+        if name is not None and "=" in name and section in ("filter", "merge", "protocol"):
+            # `-c filter.A=B.clean=` sets `filter.A` to `B.clean=`: no pin can reach such a subsection
+            raise Refusal("repository", f"git ({section} {name!r}: a name with '=' cannot be pinned)")
         if key == "extensions.partialclone" or section == "remote" and variable == "promisor" and (
             value.lower() in ("true", "yes", "on", "1", "")
         ):

@@ -83,3 +83,23 @@ def test_a_remerge_diff_is_refused(command: str) -> None:
 @pytest.mark.parametrize("command", ["git log -m -p -1", "git log --diff-merges=first-parent -p", "git show --cc"])
 def test_reading_merges_stays_a_glance(command: str) -> None:
     assert describe_refusal(command) is None
+
+
+@pytest.mark.parametrize("section", ["filter", "merge"])
+def test_a_name_no_pin_can_reach_refuses_the_repository(tmp_path: Path, section: str) -> None:
+    """`-c filter.F=G.clean=` sets the key `filter.F` to `G.clean=`, so a subsection with '=' cannot be pinned;
+    nor can one whose bytes are not UTF-8 (the pin would name a replacement character)."""
+    from flower.walls.glance.options import Refusal
+
+    variable = "clean" if section == "filter" else "driver"
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "config", f"{section}.F=G.{variable}", "touch x")
+    with pytest.raises(Refusal):
+        repo_pins(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    _git(other, "init", "-q")
+    with (other / ".git" / "config").open("ab") as config:
+        config.write(f'[{section} "\xffE"]\n\t{variable} = touch x\n'.encode("latin-1"))
+    with pytest.raises(Refusal):
+        repo_pins(other)

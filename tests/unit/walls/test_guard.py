@@ -410,7 +410,8 @@ async def test_a_separate_option_value_naming_a_huge_file_is_refused(tmp_path: A
 
 async def test_a_coordinator_cannot_fork_itself() -> None:
     """A fork is the coordinator as a subagent, with every session tool and no worker rules: denied on the
-    main thread and in leads; a worker the spec itself calls "fork" is dispatched; subagents are not walled."""
+    main thread and in leads; subagents are not walled. A worker the spec itself calls "fork" is denied too: the
+    CLI tests for its own fork before it looks the name up among the spec's agents."""
     from flower.walls.guard import fork_guard
 
     guard = fork_guard({"w": None}, leads=["sublead"])
@@ -419,16 +420,25 @@ async def test_a_coordinator_cannot_fork_itself() -> None:
     assert denial(await decide(guard, sub_call("Agent", agent_type="sublead", **fork))) == texts.FORK_DENIAL
     assert await decide(guard, sub_call("Agent", agent_type="w", **fork)) == {}
     assert await decide(guard, main_call("Agent", **{**fork, "subagent_type": "w"})) == {}
-    assert await decide(fork_guard({"fork": None}), main_call("Agent", **fork)) == {}
+    assert denial(await decide(fork_guard({"fork": None}), main_call("Agent", **fork))) == texts.FORK_DENIAL
 
 
-@pytest.mark.parametrize("spelling", ["Fork", "FORK", " fork", "fork ", "\tfOrK\n", "\ufefffork", "\u00a0fork\u3000"])
+@pytest.mark.parametrize("spelling", ["Fork", "FORK", " fork", "fork ", "\tfOrK\n", "\ufefffork", "\u00a0fork\u3000",
+                                      "fo rk", "for_k", "f-o-r-k", "fork\u2014", "\uff46\uff4f\uff52\uff4b"])
 async def test_every_spelling_of_fork_is_denied(spelling: str) -> None:
-    """The CLI matches the fork type after trimming and ignoring case, so the wall does too; only the exact name
-    of an agent the spec defines is that agent."""
+    """The CLI matches the fork type after NFKC, lowercasing and dropping blanks, dashes and underscores, so the
+    wall does too, whatever agents the spec names."""
     from flower.walls.guard import fork_guard
 
     call = main_call("Agent", description="f", prompt="p", subagent_type=spelling)
     assert denial(await decide(fork_guard({"w": None}), call)) == texts.FORK_DENIAL
     assert denial(await decide(fork_guard({"fork": None}), call)) == texts.FORK_DENIAL
-    assert await decide(fork_guard({spelling: None}), call) == {}
+    assert denial(await decide(fork_guard({spelling: None}), call)) == texts.FORK_DENIAL
+
+
+@pytest.mark.parametrize("kind", ["forks", "frok", "work", "fork2", None, 7, ["fork"]])
+async def test_other_agent_types_are_not_taken_for_the_fork(kind: object) -> None:
+    from flower.walls.guard import fork_guard
+
+    call = main_call("Agent", description="f", prompt="p", subagent_type=kind)
+    assert await decide(fork_guard({"w": None}), call) == {}
