@@ -134,7 +134,7 @@ class _Screen:
 @click.option("--judge-can-run", is_flag=True, help="Let the judge run commands to check the goal.")
 @options.model(help="Model for the coordinator (workers inherit it).")
 @click.option("--window", default=None, metavar="TOKENS", help="Context window, e.g. 200000 or 200k.")
-@options.budget(help="Stop cleanly once the run costs this many dollars (the run is kept).")
+@options.budget(help="Stop cleanly once the run costs this many dollars (the run is kept).", per_query=False)
 @options.json_output(help="Print the events as JSON lines.")
 @options.verbose()
 def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool, clarify_only: bool,

@@ -71,9 +71,11 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
     return value
 
 
-def budget(*, help: str = "Spend cap in dollars of each query (its max_budget_usd).") -> Decorator:
-    return click.option("--budget", envvar=ENV["budget"], show_envvar=True, type=float, default=None, metavar="USD",
-                        callback=_positive, help=help)
+def budget(*, help: str = "Spend cap in dollars of each query (its max_budget_usd).", per_query: bool = True) -> Decorator:
+    """`--budget USD`; FLOWER_BUDGET sets it only where it means a per-query cap (`flower go`'s whole-run
+    budget is another setting and reads no variable)."""
+    return click.option("--budget", envvar=ENV["budget"] if per_query else None, show_envvar=per_query, type=float,
+                        default=None, metavar="USD", callback=_positive, help=help)
 
 
 def json_output(*, help: str = "Print JSON instead of tables.") -> Decorator:

@@ -110,10 +110,10 @@ class RuntimeConfig:
         object.__setattr__(self, "env", dict(self.env or {}))
         if self.placement not in ("user", "system"):
             raise ConfigError(f"placement must be 'user' or 'system', not {self.placement!r}")
-        for name in ("spill_threshold", "window", "handoff_at"):
+        for name, least in (("spill_threshold", 0), ("window", 1), ("handoff_at", 1)):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise ConfigError(f"{name} must be a whole number of at least 0, not {value!r}")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+                raise ConfigError(f"{name} must be a whole number of at least {least}, not {value!r}")
         if self.budget is not None and not self.budget > 0:
             raise ConfigError(f"budget must be a positive number of dollars, not {self.budget}")
 
@@ -362,7 +362,10 @@ def find_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None
             if not path.is_file():
                 continue
             data = _read(path)
-            table = data if name == "flower.toml" else data.get("tool", {}).get("flower")
+            tool = data.get("tool", {})
+            if not isinstance(tool, dict):
+                raise ConfigError(f"{path}: [tool] must be a table, not {type(tool).__name__}")
+            table = data if name == "flower.toml" else tool.get("flower")
             if isinstance(table, dict):
                 return path, table
     return None

@@ -90,7 +90,7 @@ class Runtime:
         self.workspace = Path(workspace).resolve()
         if not self.workspace.is_dir():
             raise ConfigError(f"workspace {self.workspace} is not a directory")
-        self.run_dir = make_run_dir(Path(cfg.run_dir).resolve())  # a new run dir gets a .gitignore of `*`
+        self.run_dir = make_run_dir(Path(cfg.run_dir))  # a new run dir gets a .gitignore of `*`
         self.workbench = Workbench(self.workspace) if cfg.workbench is True else (cfg.workbench or None)
         if self.workbench is not None:
             self.workbench.ensure()

@@ -51,6 +51,7 @@ from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome, outcome_kind
 from flower.runtime.refresh import CHARS_PER_TOKEN
 from flower.runtime.resilience import endpoint_of, endpoint_reachable, probe_target, worker_cut_off
+from flower.util.oneline import first_line, one_line
 
 __all__ = ["Session"]
 
@@ -114,7 +115,7 @@ class Session:
             if self.stopped and self.refresh is None and not self.interrupted and self.error is None:
                 await self._ask_handoff(client)
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
-            self.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            self.error = one_line(exc)
             # The SDK wraps a failing SessionStore.load() in a RuntimeError (resume materialization); a
             # deterministic cause under it (unreadable stored row, refused path) is fatal at once.
             self.fatal = self.fatal or _deterministic(exc)
@@ -209,7 +210,7 @@ class Session:
         if self.runtime._steering.note is not None and msg.subtype == "error_during_execution":
             self.interrupted = True
         elif msg.is_error and not self.stopped:
-            text = (msg.result or "; ".join(msg.errors or []) or msg.subtype).splitlines()[0]
+            text = first_line(msg.result or "; ".join(msg.errors or []) or msg.subtype)
             # A cap ("error_max_turns", "error_max_budget_usd") is named, so it is classified final.
             self.error = text if text == msg.subtype or not msg.subtype.startswith("error_max") \
                 else f"{msg.subtype}: {text}"
@@ -305,7 +306,7 @@ class Session:
                 elif isinstance(msg, ResultMessage):
                     self._account(msg)
                     if msg.is_error:
-                        why = f"the handoff round failed: {(msg.result or msg.subtype).splitlines()[0]}"
+                        why = f"the handoff round failed: {first_line(msg.result or msg.subtype)}"
             if parse_handoff(reply):
                 self.handoff = reply.strip()
                 return

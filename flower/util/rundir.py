@@ -29,7 +29,12 @@ SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
 
 def make_run_dir(path: Path) -> Path:
     """Create `path` (and its parents) if needed; a directory flower creates gets a `.gitignore` of `*`.
-    An existing directory is left as it is."""
+    An existing directory is left as it is. A run dir that is itself a symbolic link (a `runs` a repository
+    committed) is refused: every check of the files in it is anchored at it, so it must be a real folder."""
+    if path.is_symlink():
+        raise UnsafePathError(f"run dir {path} is a symbolic link (to {os.readlink(path)}): flower keeps a run's "
+                              "state in a real folder only; remove the link or name another run dir with -r")
+    path = path.resolve()
     if not path.is_dir():
         path.mkdir(parents=True, exist_ok=True)
         (path / ".gitignore").write_text(GITIGNORE, encoding="utf-8")

@@ -211,3 +211,17 @@ def test_a_worker_adopts_the_recorded_config_whatever_its_environment(
         assert live.runtime.handoff.at == 30_000 and live.runtime.env == {}
     finally:
         durable._LIVE.pop("adopted-1", None)
+
+
+@pytest.mark.parametrize("field", ["window", "handoff_at"])
+def test_a_zero_window_or_threshold_is_refused_in_one_line(field: str) -> None:
+    with pytest.raises(ConfigError, match=f"{field} must be a whole number of at least 1"):
+        RuntimeConfig(**{field: 0})  # type: ignore[arg-type]
+
+
+def test_a_pyproject_whose_tool_is_not_a_table_is_one_config_error(tmp_path: Path) -> None:
+    from flower.runtime.config import find_config
+
+    (tmp_path / "pyproject.toml").write_text("tool = 1\n")
+    with pytest.raises(ConfigError, match=r"\[tool\] must be a table"):
+        find_config(tmp_path)

@@ -115,3 +115,19 @@ def test_a_linked_workspaces_folder_gets_no_branch_workspace(tmp_path: Path) -> 
     with pytest.raises(UnsafePathError, match="workspaces is a symlink"):
         isolated_workspace(ws, run, "r1", "a")
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_run_dir_that_is_itself_a_link_is_refused(tmp_path: Path) -> None:
+    """Every check of the files in a run dir is anchored at it, so a committed `runs -> elsewhere` is refused
+    before anything is created, in one line naming it."""
+    from flower.errors import UnsafePathError
+    from flower.util.rundir import make_run_dir
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "runs").symlink_to(elsewhere)
+    with pytest.raises(UnsafePathError) as caught:
+        make_run_dir(tmp_path / "runs")
+    assert "symbolic link" in str(caught.value) and "\n" not in str(caught.value)
+    assert list(elsewhere.iterdir()) == []
+    assert make_run_dir(tmp_path / "real") == (tmp_path / "real").resolve()
