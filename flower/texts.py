@@ -68,6 +68,7 @@ GLANCE_WHY = {
     "repository": "{what} cannot be made safe in this repository",
     "stdin": "`{what}` would read stdin (name a file)",
     "nocwd": "the call has no working directory to check its words against",
+    "unconfined": "this machine has no sandbox for glances (install bubblewrap), so `{what}` may not run here",
 }
 
 # S-7: a non-delegating spec's hands-on tool that its allowed_tools do not grant.

@@ -16,6 +16,9 @@ Invariants:
   pinned off: the hook returns the hardened command as `updatedInput` (checked end to end: the CLI
   runs the rewritten command, and the transcript keeps the model's own). A `timeout` over
   `GLANCE_TIMEOUT_MS` is lowered to it the same way.
+- Defence in depth: the judge can be wrong, so what it lets through runs confined
+  (`flower.walls.confine`: read-only, no network, bounded, killed before its timeout); on a machine
+  without the mechanism only the fallback programs run, and flower says so once.
 - MCP tools (S-8, issue #16): on a walled main thread every `mcp__*` tool is denied except the ones the
   spec lists in `glance_tools` (read-only by the spec's word). The wall is keyed on the tool name's
   prefix, not on a list of known tools, so a server added later is walled too.
@@ -105,8 +108,9 @@ def delegate_guard(
 def _glance(input_data: HookInput, reason: str) -> HookJSONOutput:
     """Let a main-thread Bash glance run (git pinned), or deny it with the reason it is not one."""
     # Imported on the first Bash call: the shell parser's tables cost ~150 ms to build.
+    from flower.walls import confine
     from flower.walls.glance.git import filter_pins
-    from flower.walls.glance.judge import describe_refusal, harden_git
+    from flower.walls.glance.judge import describe_refusal, harden_git, programs
     from flower.walls.glance.options import Refusal
 
     tool_input = tool_input_of(input_data)
@@ -128,8 +132,20 @@ def _glance(input_data: HookInput, reason: str) -> HookJSONOutput:
         why = texts.GLANCE_WHY[refusal.code].format(what=refusal.what)
         return _deny(reason + texts.GLANCE_REFUSAL.format(why=why))
     timeout = tool_input.get("timeout")
-    if isinstance(timeout, (int, float)) and timeout > GLANCE_TIMEOUT_MS:
-        updated["timeout"] = GLANCE_TIMEOUT_MS  # a glance is quick; it may not ask to wait ten minutes
+    wait = int(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else GLANCE_TIMEOUT_MS
+    wait = min(wait, GLANCE_TIMEOUT_MS)  # a glance is quick; it may not ask to wait ten minutes
+    bwrap = confine.mechanism()
+    if bwrap is None:
+        confine.notice_once()
+        outside = [name for name in programs(command) if name not in confine.FALLBACK_PROGRAMS]
+        if outside:
+            why = texts.GLANCE_WHY["unconfined"].format(what=outside[0])
+            return _deny(reason + texts.GLANCE_REFUSAL.format(why=why))
+        if isinstance(timeout, (int, float)) and timeout > GLANCE_TIMEOUT_MS:
+            updated["timeout"] = GLANCE_TIMEOUT_MS
+    else:
+        updated["command"] = confine.confine(updated["command"], bwrap=bwrap, cwd=cwd, timeout_ms=wait)
+        updated["timeout"] = wait
     if updated == tool_input:
         return {}
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import glob
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flower import texts
 from flower.walls.glance.options import Refusal, Word, reason
@@ -37,6 +37,8 @@ class Found:
     the working directory) its command resolves it in (`git -C DIR`)."""
     gits: list[tuple[int, list[tuple[int, str]], list[str]]]
     """Per git command: where its pins go, (position, flags) for its subcommand, its `-C` values."""
+    programs: list[str] = field(default_factory=list)
+    """The program of each simple command, in order."""
 
 
 _MAX_DISK_CHECKS = 256

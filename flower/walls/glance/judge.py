@@ -90,6 +90,7 @@ __all__ = [
     "harden_git",
     "is_ephemeral",
     "may_run_on_main",
+    "programs",
 ]
 
 MAX_COMMAND_CHARS = 2000
@@ -163,6 +164,7 @@ def _judge_command(node: object, src: str, found: _Found, piped: bool = False) -
     if not head.literal or head.value not in COMMANDS:
         raise _Refuse("command", head.value)
     rule = COMMANDS[head.value]
+    found.programs.append(head.value)
     blind = rule.flags is None and rule.words is None and not rule.reads
     first_path = len(found.paths)
     for word in words[1:]:
@@ -355,6 +357,12 @@ def describe_refusal(command: str, cwd: str | None = None) -> str | None:
         return _verdict(command, cwd)
     except Exception:
         return texts.GLANCE_WHY["parse"]
+
+
+def programs(command: str) -> list[str]:
+    """The program of each simple command of `command` (a glance), in order; [] for a refused one."""
+    reason, found = _analyse(command)
+    return [] if reason is not None else list(found.programs)
 
 
 def harden_git(command: str, pins: Callable[[str], str] = lambda directory: "") -> str:

@@ -1,0 +1,151 @@
+"""Confinement of the coordinator's own commands by mechanism (the wall in depth).
+
+Concept. The glance judge (`flower.walls.glance.judge`) reads a command and decides whether it is a
+read-only look; a judge of arbitrary programs can be wrong. So whatever the judge lets the main thread (or a
+lead) run is also run confined, where even a wrongly allowed command cannot act: the wall hands the CLI the
+command wrapped in bubblewrap (through the hook's `updatedInput`; the transcript keeps the model's own
+command, so the judge still decides what expires). Inside: the whole filesystem read-only, a fresh `/dev`
+(null, zero, random, tty), a fresh `/proc` of its own PID namespace, no network namespace but its own
+loopback (no DNS either), every Unix socket of the machine masked, no capabilities, a new session (no
+terminal to push keys into); CPU time, data size, file size (the CLI writes the output to a file, so this
+bounds the output too) and core dumps limited by `ulimit`; killed by `timeout` before the Bash tool's own
+timeout, so the CLI never moves it to the background; when the sandbox ends, everything in it ends.
+
+Where no mechanism works (no `bwrap`, or the kernel refuses its namespaces), flower says so once and the
+wall lets through only glances made of `FALLBACK_PROGRAMS`, a few programs that cannot write, connect or
+run another program whatever their arguments (the judge still checks those arguments); it never runs an
+unconfined command of any other program.
+
+Invariants.
+- `mechanism()` probes once per process by running the sandbox itself; a failed probe means "none".
+- `confine(command, ...)` returns a bash command line whose only program run outside the sandbox is
+  `timeout` (and `bwrap`); the model's command reaches the sandboxed shell as one quoted word.
+- Workers are not confined: the wall never calls this for a subagent's command.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+from collections.abc import Iterable
+
+__all__ = [
+    "CPU_SECONDS",
+    "DATA_BYTES",
+    "FALLBACK_PROGRAMS",
+    "FILE_BYTES",
+    "confine",
+    "kill_after",
+    "mechanism",
+    "notice_once",
+]
+
+log = logging.getLogger(__name__)
+
+CPU_SECONDS = 30
+"""CPU time a confined command may use (`ulimit -t`)."""
+DATA_BYTES = 2 << 30
+"""Data segment and private writable mappings of each process (`ulimit -d`); not `-v`: the CLI's own
+grep (ugrep inside the CLI's binary) reserves far more address space than it uses."""
+FILE_BYTES = 16 << 20
+"""Largest file a confined command may write (`ulimit -f`): the CLI sends its output to a file, so this
+bounds the output as well."""
+FALLBACK_PROGRAMS = frozenset("ls cat head tail wc pwd echo stat du df date true false basename dirname".split())
+"""What the main thread may run where no confinement works: programs that only read and print."""
+
+_SOCKET_DIRS = ("/run", "/var/run", "/tmp/.X11-unix", "/dev/shm")
+_BASE = (
+    "--ro-bind", "/", "/",
+    "--dev", "/dev",
+    "--proc", "/proc",
+    "--unshare-all",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop", "ALL",
+    "--unsetenv", "BASH_ENV",
+    "--unsetenv", "ENV",
+)
+
+
+@functools.cache
+def mechanism() -> str | None:
+    """The path of a working `bwrap` on this machine, or None (probed once per process)."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return None
+    try:
+        probe = subprocess.run([path, *_BASE, "--", "true"], capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if probe.returncode == 0 else None
+
+
+@functools.cache
+def notice_once() -> str | None:
+    """Say once per process that this machine has no sandbox for glances; the text said, or None."""
+    if mechanism() is not None:
+        return None
+    text = ("flower: no sandbox for the coordinator's glances on this machine (bubblewrap missing or refused); "
+            "its glances are limited to " + ", ".join(sorted(FALLBACK_PROGRAMS)))
+    log.warning(text)
+    return text
+
+
+def kill_after(timeout_ms: int) -> float:
+    """Seconds after which flower ends a confined command whose Bash call waits `timeout_ms`: a little
+    before, so the CLI's own timer never fires (it would move the command to the background)."""
+    seconds = max(timeout_ms, 1000) / 1000
+    return round(max(0.5, seconds - min(5.0, seconds / 4)), 1)
+
+
+def _sockets(lines: Iterable[str]) -> list[str]:
+    """The Unix socket paths of `/proc/net/unix` lines that exist as sockets here, outside `_SOCKET_DIRS`."""
+    found: set[str] = set()
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) < 8 or not fields[7].startswith("/"):
+            continue
+        path = fields[7].rstrip("\n")
+        if path.startswith(tuple(d + "/" for d in _SOCKET_DIRS)):
+            continue
+        try:
+            if stat.S_ISSOCK(os.lstat(path).st_mode) and os.path.realpath(path) == path:
+                found.add(path)
+        except OSError:
+            continue
+    return sorted(found)
+
+
+def _masks() -> list[str]:
+    args: list[str] = []
+    for folder in _SOCKET_DIRS:
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            args += ["--tmpfs", folder, "--remount-ro", folder]
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as table:
+            sockets = _sockets(table.readlines()[1:])
+    except OSError:
+        sockets = []
+    for path in sockets:
+        args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
+def confine(command: str, *, bwrap: str, cwd: str, timeout_ms: int) -> str:
+    """A bash command line that runs `command` in the sandbox, in `cwd`, ended after `kill_after`."""
+    limits = (f"ulimit -t {CPU_SECONDS} -d {DATA_BYTES // 1024} -f {FILE_BYTES // 512} -c 0 2>/dev/null "
+              "|| exit 126\n")
+    seconds = kill_after(timeout_ms)
+    sandbox = [bwrap, *_BASE, *_masks(), "--chdir", cwd, "--", "/bin/bash", "-c", limits + command]
+    # The CLI's grep, find and rg are shell functions of its snapshot: exported, the sandboxed shell has them.
+    return (
+        "export -f grep find rg >/dev/null 2>&1; "
+        f"timeout -k 2 {seconds} {shlex.join(sandbox)}; __flower_rc=$?; "
+        f'[ "$__flower_rc" -eq 124 ] && echo "flower: stopped after {seconds}s (a glance is quick)" >&2; '
+        '(exit "$__flower_rc")'
+    )
