@@ -209,6 +209,11 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
     label = attempt.label
     recorded = await _recorded(live, workflow_id)
     text, session, branch = attempt.prompt, attempt.resume, attempt.fork
+    if recorded.get(label) and not await runtime.has_history(recorded[label]):
+        emit(live.on_event, Event("system", f"{label}: its session {recorded[label]} has no stored history; "
+                                            "starting the step afresh",
+                                  payload={"subtype": "workflow", "afresh": recorded[label], "label": label}))
+        del recorded[label]
     if recorded.get(label):
         text, session, branch = attempt.resume_prompt or texts.RESUME_AFTER_CRASH, recorded[label], False
         emit(live.on_event, Event("system", f"resuming {label} in its session {session}",

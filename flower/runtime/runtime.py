@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -188,6 +189,15 @@ class Runtime:
     def interrupt(self, message: str = "") -> None:
         """Stop the current turn cooperatively; the session resumes with `message`. Thread-safe."""
         self._steering.interrupt(message)
+
+    async def has_history(self, session_id: str) -> bool:
+        """The store holds a prompt or a reply of this session: a resume of it has a conversation to continue
+        (a process killed right after the session began leaves its id with nothing stored under it)."""
+        try:
+            entries = await self.store.load(self._key(session_id)) or []  # type: ignore[arg-type]
+        except Exception:  # a store that cannot load: the resume itself reports it
+            return True
+        return any(isinstance(e, Mapping) and e.get("type") in ("user", "assistant") for e in entries)
 
     def threshold(self, spec: AgentSpec) -> int | None:
         """The main-thread context in tokens at which a handoff starts, or None without generations: from

@@ -10,61 +10,16 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from flower import texts
 from flower.testing import ScriptedAPI, text, tool_use
+from tests.support.flowproc import FLOW, finish, flower, outputs, runs_json, session
 
 pytestmark = [pytest.mark.e2e]
-
-FLOW = """\
-from flower import AgentSpec, Step, Workflow
-
-spec = AgentSpec(name="agent", instructions="You do the step.", allowed_tools=["Bash"])
-flow = Workflow([
-    Step("one", spec, "STEP-ONE: start"),
-    Step("two", spec, "STEP-TWO: the long part"),
-    Step("three", spec, lambda ctx: f"STEP-THREE: after {ctx['two']}"),
-], name="three-steps")
-"""
-
-
-def flower(env: dict[str, str], *args: str, **kwargs: Any) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "flower", *args], env={**os.environ, **env}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **kwargs)
-
-
-def finish(child: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str, str]:
-    out, err = child.communicate(timeout=timeout)
-    return child.returncode, out, err
-
-
-def runs_json(env: dict[str, str], run_dir: Path) -> list[dict[str, Any]]:
-    code, out, err = finish(flower(env, "runs", "-r", str(run_dir), "--json"))
-    assert code == 0, err
-    return json.loads(out)  # type: ignore[no-any-return]
-
-
-def outputs(run_dir: Path) -> dict[str, Any]:
-    from flower.flow import engine
-
-    client = engine.client(run_dir)
-    try:
-        (status,) = client.list_workflows(name="flower.run")
-        return {k: v for k, v in status.output.items() if not k.startswith("_")}
-    finally:
-        client.destroy()
-
-
-def session(request: Any) -> str:
-    return str(request.headers.get("x-claude-code-session-id"))
-
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
 def test_killed_in_step_two_then_the_same_command_continues(

@@ -1,0 +1,66 @@
+"""A step whose recorded session has no stored history starts afresh (issue #26 item 1).
+
+A SIGKILL within ~60 ms of a step's first API request leaves the session id recorded in the run's DBOS
+stream while neither the store nor the CLI's own transcript holds an entry of it. The test makes that state
+exactly: it kills `flower run` once step two's first request has come (its id is recorded by then), then
+removes what the store and the CLI wrote of that session. The same command then runs step two afresh with
+its own prompt, says so, and finishes; step one's request is never repeated at the fake.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+from claude_agent_sdk import project_key_for_directory
+
+from flower import texts
+from flower.stores.sqlite import SqliteSessionStore
+from flower.testing import ScriptedAPI, text, tool_use
+from tests.support.flowproc import FLOW, SLEEP, finish, flower, outputs, runs_json, session, wait_for_request
+
+pytestmark = [pytest.mark.e2e]
+
+
+def forget(home: Path, run_dir: Path, ws: Path, session_id: str) -> None:
+    """What a kill in the first milliseconds of a session leaves: no entry of it anywhere."""
+    with SqliteSessionStore(run_dir / "sessions.db") as store:
+        anyio.run(store.delete, {"project_key": project_key_for_directory(str(ws)), "session_id": session_id})
+        assert not store.load_sync({"project_key": project_key_for_directory(str(ws)), "session_id": session_id})
+    for path in (home / ".claude" / "projects").rglob(f"{session_id}.jsonl"):
+        path.unlink()
+
+
+def test_a_recorded_session_without_history_starts_the_step_afresh(scripted_api: ScriptedAPI, tmp_path: Path) -> None:
+    (tmp_path / "flow.py").write_text(FLOW)
+    home = tmp_path / "home"
+    env = scripted_api.cli_env(home)
+    ws, run_dir = tmp_path / "ws", tmp_path / "runs"
+    ws.mkdir()
+    command = ("run", f"{tmp_path / 'flow.py'}:flow", "-w", str(ws), "-r", str(run_dir))
+
+    scripted_api.script([text("ONE"), tool_use("Bash", {"command": SLEEP})])
+    child = flower(env, *command)
+    two = wait_for_request(scripted_api, "STEP-TWO")
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    forget(home, run_dir, ws, session(two))
+    (row,) = runs_json(env, run_dir)
+    assert (row["state"], row["done"]) == ("interrupted", 1)
+
+    restart = len(scripted_api.requests)
+    scripted_api.script([text("TWO"), text("THREE")])
+    code, _, err = finish(flower(env, *command))
+    assert code == 0, err
+    assert f"flower: two: its session {session(two)} has no stored history; starting the step afresh" \
+        in err.splitlines()
+    after = scripted_api.requests[restart:]
+    assert [("STEP-ONE" in r.text, "STEP-TWO" in r.last_user_text(), "STEP-THREE" in r.text) for r in after] == \
+        [(False, True, False), (False, False, True)]  # step one is replayed; step two runs on its own prompt
+    assert texts.RESUME_AFTER_CRASH not in after[0].text and session(after[0]) != session(two)
+    assert outputs(run_dir) == {"one": "ONE", "two": "TWO", "three": "THREE"}
+    (row,) = runs_json(env, run_dir)
+    assert (row["state"], row["done"], row["total"]) == ("finished", 3, 3)
