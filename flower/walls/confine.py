@@ -6,7 +6,7 @@ lead) run is also run confined, where even a wrongly allowed command cannot act:
 command wrapped in bubblewrap (through the hook's `updatedInput`; the transcript keeps the model's own
 command, so the judge still decides what expires). Inside: the whole filesystem read-only, a fresh `/dev`
 (null, zero, random, tty), a fresh `/proc` of its own PID namespace, no network namespace but its own
-loopback (no DNS either), every Unix socket of the machine masked, no capabilities, a new session (no
+loopback (no DNS either), the usual Unix socket folders (`/run`, `/dev/shm`, X11's) empty, no capabilities, a new session (no
 terminal to push keys into); CPU time, data size, file size (the CLI writes the output to a file, so this
 bounds the output too) and core dumps limited by `ulimit`; killed by `timeout` before the Bash tool's own
 timeout, so the CLI never moves it to the background; when the sandbox ends, everything in it ends.
@@ -30,9 +30,7 @@ import logging
 import os
 import shlex
 import shutil
-import stat
 import subprocess
-from collections.abc import Iterable
 
 __all__ = [
     "CPU_SECONDS",
@@ -103,36 +101,11 @@ def kill_after(timeout_ms: int) -> float:
     return round(max(0.5, seconds - min(5.0, seconds / 4)), 1)
 
 
-def _sockets(lines: Iterable[str]) -> list[str]:
-    """The Unix socket paths of `/proc/net/unix` lines that exist as sockets here, outside `_SOCKET_DIRS`."""
-    found: set[str] = set()
-    for line in lines:
-        fields = line.split(None, 7)
-        if len(fields) < 8 or not fields[7].startswith("/"):
-            continue
-        path = fields[7].rstrip("\n")
-        if path.startswith(tuple(d + "/" for d in _SOCKET_DIRS)):
-            continue
-        try:
-            if stat.S_ISSOCK(os.lstat(path).st_mode) and os.path.realpath(path) == path:
-                found.add(path)
-        except OSError:
-            continue
-    return sorted(found)
-
-
 def _masks() -> list[str]:
     args: list[str] = []
     for folder in _SOCKET_DIRS:
         if os.path.isdir(folder) and not os.path.islink(folder):
             args += ["--tmpfs", folder, "--remount-ro", folder]
-    try:
-        with open("/proc/net/unix", encoding="utf-8", errors="replace") as table:
-            sockets = _sockets(table.readlines()[1:])
-    except OSError:
-        sockets = []
-    for path in sockets:
-        args += ["--ro-bind", "/dev/null", path]
     return args
 
 
