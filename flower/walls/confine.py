@@ -6,8 +6,9 @@ lead) run is also run confined, where even a wrongly allowed command cannot act:
 command wrapped in bubblewrap (through the hook's `updatedInput`; the transcript keeps the model's own
 command, so the judge still decides what expires). Inside: the whole filesystem read-only, a fresh `/dev`
 (null, zero, random, tty), a fresh `/proc` of its own PID namespace, no network namespace but its own
-loopback (no DNS either), the usual Unix socket folders (`/run`, `/dev/shm`, X11's) empty, no capabilities, a new session (no
-terminal to push keys into); CPU time, data size, file size (the CLI writes the output to a file, so this
+loopback (no DNS either), no Unix sockets (a seccomp filter refuses `socket(AF_UNIX, ...)`, so a socket
+anywhere on disk, `/tmp` included, cannot be reached; the usual socket folders `/run`, `/dev/shm`, X11's are
+empty as well), no io_uring, no capabilities, a new session (no terminal to push keys into); CPU time, data size, file size (the CLI writes the output to a file, so this
 bounds the output too) and core dumps limited by `ulimit`; killed by `timeout` before the Bash tool's own
 timeout, so the CLI never moves it to the background; when the sandbox ends, everything in it ends.
 
@@ -28,9 +29,12 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import platform
 import shlex
 import shutil
+import struct
 import subprocess
+import tempfile
 
 __all__ = [
     "CPU_SECONDS",
@@ -41,6 +45,7 @@ __all__ = [
     "kill_after",
     "mechanism",
     "notice_once",
+    "seccomp_program",
 ]
 
 log = logging.getLogger(__name__)
@@ -70,14 +75,85 @@ _BASE = (
 )
 
 
+# Classic BPF for seccomp (linux/filter.h, linux/seccomp.h): what each syscall of the sandbox may do.
+_LD_W_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_ALLOW, _EPERM = 0x7FFF0000, 0x00050001
+_X32 = 0x40000000
+_AF_UNIX = 1
+_IO_URING_SETUP = 425
+# machine -> (audit arch, socket syscall number); elsewhere no filter is made and the folders' masks remain.
+_ARCHES = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198), "arm64": (0xC00000B7, 198)}
+
+
+def seccomp_program(machine: str) -> bytes | None:
+    """The filter for `machine` (as `platform.machine()` names it), or None where its numbers are unknown.
+
+    Any other architecture (a 32-bit binary, whose `socketcall` would dodge the check) and x32 calls get
+    EPERM for everything; `io_uring_setup` (its rings make socket calls no filter sees) and `socket` with
+    family AF_UNIX get EPERM; everything else is allowed. args[0] is read at its low 32 bits (offset 16),
+    both architectures being little-endian.
+    """
+    if machine not in _ARCHES:
+        return None
+    arch, socket_nr = _ARCHES[machine]
+    rows = [
+        (_LD_W_ABS, 0, 0, 4),             # 0: arch
+        (_JEQ, 1, 0, arch),                # 1: native -> 3
+        (_RET, 0, 0, _EPERM),              # 2
+        (_LD_W_ABS, 0, 0, 0),              # 3: syscall number
+        (_JGE, 5, 0, _X32),                # 4: x32 -> 10
+        (_JEQ, 4, 0, _IO_URING_SETUP),     # 5: -> 10
+        (_JEQ, 0, 2, socket_nr),           # 6: socket -> 7, else -> 9
+        (_LD_W_ABS, 0, 0, 16),            # 7: its family
+        (_JEQ, 1, 0, _AF_UNIX),            # 8: AF_UNIX -> 10
+        (_RET, 0, 0, _ALLOW),              # 9
+        (_RET, 0, 0, _EPERM),              # 10
+    ]
+    return b"".join(struct.pack("=HBBI", *row) for row in rows)
+
+
+@functools.cache
+def _filter_folder() -> str:
+    return tempfile.mkdtemp(prefix="flower-seccomp-")
+
+
+def seccomp_file() -> str | None:
+    """A file holding this machine's filter (written again if it went away), or None without one."""
+    program = seccomp_program(platform.machine())
+    if program is None:
+        return None
+    path = os.path.join(_filter_folder(), "glance.bpf")
+    try:
+        with open(path, "rb") as existing:
+            if existing.read() == program:
+                return path
+    except OSError:
+        pass
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+    with os.fdopen(fd, "wb") as out:
+        out.write(program)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def _filter_args(path: str | None) -> tuple[list[str], str]:
+    """bwrap's `--seccomp` option and the shell redirection that opens the filter on its descriptor."""
+    return (["--seccomp", "9"], f" 9<{shlex.quote(path)}") if path else ([], "")
+
+
 @functools.cache
 def mechanism() -> str | None:
-    """The path of a working `bwrap` on this machine, or None (probed once per process)."""
+    """The path of a working `bwrap` on this machine, or None (probed once per process, with the filter)."""
     path = shutil.which("bwrap")
     if path is None:
         return None
     try:
-        probe = subprocess.run([path, *_BASE, "--", "true"], capture_output=True, timeout=20, check=False)
+        options, redirect = _filter_args(seccomp_file())
+    except OSError:
+        return None
+    argv = shlex.join([path, *_BASE, *options, "--", "true"]) + redirect
+    try:
+        probe = subprocess.run(["bash", "-c", argv], capture_output=True, timeout=20, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return path if probe.returncode == 0 else None
@@ -114,11 +190,12 @@ def confine(command: str, *, bwrap: str, cwd: str, timeout_ms: int) -> str:
     limits = (f"ulimit -t {CPU_SECONDS} -d {DATA_BYTES // 1024} -f {FILE_BYTES // 512} -c 0 2>/dev/null "
               "|| exit 126\n")
     seconds = kill_after(timeout_ms)
-    sandbox = [bwrap, *_BASE, *_masks(), "--chdir", cwd, "--", "/bin/bash", "-c", limits + command]
+    options, redirect = _filter_args(seccomp_file())
+    sandbox = [bwrap, *_BASE, *options, *_masks(), "--chdir", cwd, "--", "/bin/bash", "-c", limits + command]
     # The CLI's grep, find and rg are shell functions of its snapshot: exported, the sandboxed shell has them.
     return (
         "export -f grep find rg >/dev/null 2>&1; "
-        f"timeout -k 2 {seconds} {shlex.join(sandbox)}; __flower_rc=$?; "
+        f"timeout -k 2 {seconds} {shlex.join(sandbox)}{redirect}; __flower_rc=$?; "
         f'[ "$__flower_rc" -eq 124 ] && echo "flower: stopped after {seconds}s (a glance is quick)" >&2; '
         '(exit "$__flower_rc")'
     )

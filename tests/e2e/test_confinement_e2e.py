@@ -46,15 +46,22 @@ async def test_a_wrongly_allowed_glance_cannot_write_connect_or_outlive_its_time
     port = listener.getsockname()[1]
     accepted: list[object] = []
     threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
+    unix_path = str(tmp_path / "agent.sock")  # a socket outside the masked folders, as an agent's would be
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(unix_path)
+    unix.listen()
+    threading.Thread(target=lambda: accepted.append(unix.accept()), daemon=True).start()
     marker = workspace / "marker"
     loop_marker = tmp_path / "still-running"
     commands = [
         f"touch {marker}",
         f"echo hi > /dev/tcp/127.0.0.1/{port}",
         f"for i in $(seq 600); do sleep 1; done; echo done > {loop_marker}",
+        f"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{unix_path}\")'",
     ]
     wrong_judge.update(commands)
-    calls = [{"command": commands[0]}, {"command": commands[1]}, {"command": commands[2], "timeout": 4000}]
+    calls = [{"command": commands[0]}, {"command": commands[1]}, {"command": commands[2], "timeout": 4000},
+             {"command": commands[3]}]
     scripted_api.script([*[tool_use("Bash", c) for c in calls], text("looked")])
     lead = coordinator("lead", "Goal: look around.", {"hands": worker("does the work", "You work.")})
     options = build_options(lead, cwd=workspace)
@@ -62,16 +69,23 @@ async def test_a_wrongly_allowed_glance_cannot_write_connect_or_outlive_its_time
     started = time.monotonic()
     run = await collect("go", options)
     assert run.result.result == "looked"
-    results = [scripted_api.main_requests[i].result_text() for i in (1, 2, 3)]
+    results = [scripted_api.main_requests[i].result_text() for i in (1, 2, 3, 4)]
     assert not marker.exists() and "Read-only file system" in results[0]
     assert accepted == [] and ("Connection refused" in results[1] or "Network is unreachable" in results[1])
     assert "stopped after 3.0s" in results[2] and "background" not in results[2].lower()
     assert time.monotonic() - started < 300  # the loop did not run its ten minutes
+    assert "Operation not permitted" in results[3]
     listener.close()
+    unix.close()
     # control: outside the wall the same commands do act
     import subprocess
     subprocess.run(["bash", "-c", commands[0]], check=True)
     assert marker.exists()
+    probe = socket.socket(socket.AF_UNIX)
+    probe.bind(unix_path + "2")
+    probe.listen()
+    subprocess.run(["bash", "-c", commands[3].replace("agent.sock", "agent.sock2")], check=True)
+    probe.close()
 
 
 async def test_without_a_sandbox_only_the_fallback_programs_run(
