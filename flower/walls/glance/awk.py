@@ -115,8 +115,8 @@ def _awk_multiplies(program: str) -> bool:
             return True
         copies = max(len(re.findall(r"(?<!\\)&", replacement)), 1)
         growth *= copies * (max(len(replacement) - 2, 1) if m.group(1) else 1)
-    if growth > MAX_GROWTH:
-        return True
+    if growth > MAX_GROWTH or (growth > 1 and _AWK_FOR_IN.search(program)):
+        return True  # inside `for (k in a)` a growing sub/gsub runs once per element: growth ** len(a)
     return _awk_self_copies(_AWK_FIELD.sub(" _F_ ", text))
 
 

@@ -95,7 +95,7 @@ def on_disk(found: Found, cwd: str) -> str | None:
             checked += 1
             if checked > _MAX_DISK_CHECKS * 4:
                 return texts.GLANCE_WHY["long"]
-            if special_file(name, where) or (reads and not hidden and os.path.realpath(os.path.join(where, name)) == "/"):
+            if special_file(name, where) or (reads and not hidden and os.path.realpath(os.path.join(where, os.path.expanduser(name))) == "/"):
                 return reason(Refusal("device", name))
             if (reads or hidden) and _size(os.path.join(where, os.path.expanduser(name))) > MAX_READ_BYTES:
                 return reason(Refusal("endless", f"{name} (over {MAX_READ_BYTES >> 30} GiB)"))

@@ -60,8 +60,12 @@ def check_jq(program: str) -> None:
     if len(re.findall(r"\bas\s*[\[{$]", program)) > 1 or re.search(r"\$\w+\s*(?:\[\s*\]|\|\s*\.\[\s*\])", program):
         # `.[] as $x | .[] as $y`, `. as $all | .[] | $all[]`: a product of the input with itself.
         raise Refusal("loop", "jq")
-    if len(re.findall(r"\.\.|\b(?:paths|leaf_paths|walk|tostream)\b", program)) > 1:
+    walks = len(re.findall(r"\.\.|\b(?:paths|leaf_paths|walk|tostream)\b", program))
+    if walks > 1:
         # Each `..` yields every node below each input: chained, the output grows as size ** count.
+        raise Refusal("loop", "jq ..")
+    if walks and _jq_growth(program):
+        # `walk([.,.])` doubles every node bottom-up (2 ** depth); `[..|[.,.]]` doubles each of all nodes.
         raise Refusal("loop", "jq ..")
 
 

@@ -276,7 +276,7 @@ def _judge_node(node: object, src: str, found: _Found, piped: bool = False) -> N
 def _mask_single_quotes(src: str) -> str:
     """`src` with the text inside each single-quoted string replaced by `x`s of the same length, for
     bashlex only: bash takes nothing inside single quotes for syntax, but bashlex misreads some of it
-    (`--format='%<(20)%an'` as a process substitution). Word values are still read from `src`, so the
+    (`--format='%<(20)%an'` as a process substitution; in double quotes too). Word values are still read from `src`, so the
     offsets must not move; an unterminated quote is left alone (bashlex then refuses it)."""
     out = list(src)
     i, n, double = 0, len(src), False
@@ -287,6 +287,8 @@ def _mask_single_quotes(src: str) -> str:
             continue
         if double:
             double = c != '"'
+            if c in "<>" and src[i + 1 : i + 2] == "(":
+                out[i] = "x"  # inside double quotes `<(` is text, not a process substitution
         elif c == '"':
             double = True
         elif c == "#" and (i == 0 or src[i - 1] in " \t\n;|&()"):

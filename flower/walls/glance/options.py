@@ -118,6 +118,10 @@ class Rule:
     """Replaces flag parsing entirely, for commands with their own syntax (find)."""
     reads: bool = False
     """Operands name files whose content is read: a `$NAME` there could name a device, so it is refused."""
+    globs: bool = False
+    """A glob before `--` that starts with a wildcard (`*.py`) is an operand and `--include=*.py` the option
+    with its value, as they are unless a file's name begins with `-`: the wall's look at the disk refuses
+    a glob matching such a name (a file `--pager=x.py` is an option in disguise)."""
     extra: Mapping[str, object] = field(default_factory=dict)
     """Free-form facts other modules attach (the git hardening flags of a subcommand)."""
 
@@ -186,6 +190,13 @@ def parse(rule: Rule, name: str, words: list[Word], *, stop: bool, subcommand: b
                 raise Refusal("expansion", f"{name} {word.value}")
             operands.append(word)
             continue
+        if rule.globs and not word.literal and not word.params and not word.braced:
+            if word.value[:1] in "*?[":
+                operands.append(word)
+                continue
+            flag, eq, _ = word.value.partition("=")
+            if eq and flag.startswith("--") and not any(c in flag for c in "*?[\\"):
+                word = Word(word.value, True, end=word.end)
         value = literal(word, name)
         if value == "--":
             if subcommand:  # `git -- x`: whether x is then a subcommand is not worth knowing

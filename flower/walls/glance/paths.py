@@ -78,6 +78,10 @@ def device_word(value: str, literal: bool = True) -> bool:
 def root_word(value: str) -> bool:
     """Whether a word names the root directory: a reader recursing from it walks /proc and /dev
     (`grep -r x /` blocks on /proc/kmsg)."""
+    if value[:1] == "~":  # bash turns `~/..` into the home folder's parent (`/` for root's `/root`)
+        value = os.path.expanduser(value)
+        if value[:1] == "~" or ".." in value.split("/"):
+            return True  # a home we cannot resolve, or one climbed out of: refuse rather than guess
     text = _collapse(value)
     return text.startswith("/") and os.path.normpath(text) == "/"
 

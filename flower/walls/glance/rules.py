@@ -203,57 +203,85 @@ def _blind_walk(name: str, words: tuple[Word, ...]) -> tuple[list[tuple[str, str
     return values, operands
 
 
-def _check_grep(args: Args) -> None:
-    # `-D read` makes a recursive grep open the FIFOs and devices it meets; grep is argument-blind otherwise.
-    # `grep -e -- -D read`: `--` is the value of -e, so options go on; values are skipped, never scanned.
-    for flag, _ in _blind_walk(args.name, args.operands)[0]:
-        if flag.startswith("--der"):
-            flag = "-R"
-        if flag == "-D" or flag.startswith("--d"):
-            raise Refusal("flag", f"{args.name} -D/--devices")
-        if flag == "-R":
-            # -R follows every symlink it meets (a committed `pm -> /proc/self/pagemap`, `d -> /`); -r does not.
-            raise Refusal("flag", f"{args.name} -R (follows symlinks; use -r)")
+# The Bash tool's `grep` is ugrep (a function of the CLI's shell snapshot), a system's grep is GNU grep:
+# every flag listed means a read-and-print option in both. Absent on purpose: -R/--dereference-recursive
+# and ugrep's -S (follow every symlink met, a committed `d -> /` or `pm -> /proc/self/pagemap`), -D/--devices
+# (opens FIFOs and devices), -d/--directories, ugrep's --filter (runs a program per file), --pager/--view,
+# -Q/--query (an interactive screen), --save-config (writes a file), --config/`---` (reads options from a
+# file), --index, --format (widths), and every abbreviation.
+_GREP_FLAGS = (
+    "-E --extended-regexp -F --fixed-strings -G --basic-regexp -P --perl-regexp -e= --regexp= -f= --file="
+    " -i --ignore-case --no-ignore-case -y -v --invert-match -w --word-regexp -x --line-regexp -c --count"
+    " -l --files-with-matches -L --files-without-match -o --only-matching -q --quiet --silent -s"
+    " --no-messages -b --byte-offset -H --with-filename -h --no-filename -n --line-number -T --initial-tab"
+    " -Z --null -z --null-data -a --text -I -U -r --recursive -m= --max-count= -A= --after-context= -B="
+    " --before-context= -C= --context= --include= --exclude= --exclude-dir= --exclude-from= -g= --glob="
+    " --color=? --colour=? --label= --line-buffered --binary-files= --group-separator="
+    " --no-group-separator --version -V --help"
+)
 
 
 MAX_WIDTH = 1000
 """The widest field a glance may ask a formatter for: `printf '%999999999s'` prints a gigabyte."""
 
 _FORMAT_WIDTH = re.compile(r"%[-+ #0'_^:]*(\*|[0-9]+)?(?:\.(\*|[0-9]+))?")
-_WIDTH_FLAGS = {"ls": ("-w", "--width", "-T", "--tabsize"), "nl": ("-w", "--number-width"),
-                "column": ("-c", "--output-width")}
-_FORMATTERS = frozenset("printf date stat find ps ls nl column".split())
+# git's pretty and ref formats take widths in parentheses: `%<(N)`, `%>|(N)`, `%w(N,I,J)`, `%(align:N)`,
+# `%(align:width=N)`, `%(contents:lines=N)`.
+_PAREN_FORMAT = re.compile(r"%(?:[<>]{1,2}\|?|w)?\(([^)]*)\)")
+# Options whose value is a width, a tab stop or a column count a formatter pads to.
+_WIDTH_OPTIONS = {
+    "ls": ("-w", "--width", "-T", "--tabsize"),
+    "nl": ("-w", "--number-width"),
+    "column": ("-c", "--output-width"),
+    "diff": ("-W", "--width", "--tabsize"),
+    "git": ("--expand-tabs", "--stat", "--stat-width", "--stat-name-width", "--stat-graph-width", "--abbrev"),
+}
+_PROGRAMS = frozenset("awk gawk mawk nawk sed jq".split())
+"""Commands whose first operand is a program (its own checker reads it): `NR % 100000` is no format."""
 
 
 def check_widths(name: str, words: list[Word]) -> None:
-    """Refuse a field width or precision over `MAX_WIDTH` (or taken from an argument, `%*s`) in a
-    format of printf/date/stat/find -printf, a `ps -o pid:WIDTH`, or a width option of ls/nl/column."""
+    """One width rule, wherever a width or format reaches a formatter: refuse a field width, precision,
+    git padding or column count over `MAX_WIDTH` (or taken from an argument, `%*s`), in any word of any
+    command (a printf format, `date +FMT`, `du --time-style=+FMT`, `git log --date=format:FMT`,
+    `--format=%<(N)`, `%(align:N)`, `ps -o pid:N`) and in the width options of `_WIDTH_OPTIONS`."""
     if name in ("awk", "gawk", "mawk", "nawk"):
         for word in words:  # a printf/sprintf format is a string literal of the program (the awk checker)
             for literal_text in re.findall(r'"((?:[^"\\]|\\.)*)"', word.value):
                 check_widths("printf", [Word(literal_text, True)])
         return
-    if name not in _FORMATTERS:
-        return
-    flags = _WIDTH_FLAGS.get(name, ())
+    flags = _WIDTH_OPTIONS.get(name, ())
     for k, word in enumerate(words):
         value = word.value
         if word.params and ("%" in value or (k == 0 and name == "printf")):
             raise Refusal("expansion", f"{name} {value} (a format from a parameter)")
-        for match in _FORMAT_WIDTH.finditer(value):
-            for part in match.groups():
-                if part == "*" or part and int(part) > MAX_WIDTH:
-                    raise Refusal("endless", f"{name} {value} (a field over {MAX_WIDTH} wide)")
+        if "%" in value and name not in _PROGRAMS:
+            _check_format(name, value)
         if name == "ps" and any(int(n) > MAX_WIDTH for n in re.findall(r":([0-9]+)", value)):
             raise Refusal("endless", f"{name} {value} (a column over {MAX_WIDTH} wide)")
         for flag in flags:
             number = None
-            if value == flag and k + 1 < len(words):
+            if value == flag and k + 1 < len(words) and not flag.startswith("--"):
+                number = words[k + 1].value
+            elif value == flag and k + 1 < len(words) and flag in ("--width", "--tabsize", "--output-width"):
                 number = words[k + 1].value
             elif value.startswith(flag + "=") or (len(flag) == 2 and value.startswith(flag) and value != flag):
                 number = value[len(flag) :].lstrip("=")
-            if number is not None and (not number.isdigit() or int(number) > MAX_WIDTH):
+            if number is not None and any(int(n) > MAX_WIDTH for n in re.findall(r"[0-9]+", number)):
                 raise Refusal("endless", f"{name} {flag} {number} (over {MAX_WIDTH})")
+            if number is not None and flag in ("-w", "--width", "-T", "--tabsize", "-c", "--output-width",
+                                                "-W", "--number-width") and not number.isdigit():
+                raise Refusal("endless", f"{name} {flag} {number} (over {MAX_WIDTH})")
+
+
+def _check_format(name: str, value: str) -> None:
+    for match in _FORMAT_WIDTH.finditer(value):
+        for part in match.groups():
+            if part == "*" or part and int(part) > MAX_WIDTH:
+                raise Refusal("endless", f"{name} {value} (a field over {MAX_WIDTH} wide)")
+    for match in _PAREN_FORMAT.finditer(value):
+        if any(int(n) > MAX_WIDTH for n in re.findall(r"[0-9]+", match.group(1))):
+            raise Refusal("endless", f"{name} {value} (a field over {MAX_WIDTH} wide)")
 
 
 _STDIN_FILE_FLAGS = frozenset(("-f", "--file", "--exclude-from", "-X", "--from-file", "--to-file"))
@@ -395,7 +423,7 @@ _KUBECTL = "-n= --namespace= --context= --cluster="
 _BLIND = Rule(None)
 _READS = Rule(None, reads=True)
 _SUMS = Rule("-b --binary -t --text -z --zero --tag -l= --length=", reads=True)  # no -c: names come from a file
-_GREP = Rule(None, reads=True, check=_check_grep)
+_GREP = Rule(_GREP_FLAGS, numeric=True, reads=True, globs=True)
 _TABLE: dict[str, Rule] = {
     # Argument-blind: no option or operand of these writes, runs a program or never ends (devices are
     # refused everywhere by the judge; `reads` commands open their operands, so `$NAME` is refused there).

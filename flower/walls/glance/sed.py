@@ -23,7 +23,9 @@ __all__ = ["MAX_GROWTH", "check_sed", "sed_script_ok"]
 # --- sed: GNU sed's script grammar ------------------------------------------------------------------
 
 _SED_PLAIN = set("=dgGhHnNpPxzF")
-_SED_LABEL = re.compile(r"[ \t]*([^;\n]*)")
+# GNU sed's read_label: blanks skipped, then the label runs to a blank, `;` or newline; the next command
+# may follow at once (`:a p;ba` is the label `a`, then `p`, then a jump back to `a`).
+_SED_LABEL = re.compile(r"[ \t]*([^; \t\n]*)")
 
 
 def _sed_delimited(script: str, i: int, delim: str) -> int:
@@ -82,10 +84,37 @@ MAX_GROWTH = 64
 `h;G` doubles it, `s/.*/&&/` doubles it, `gsub(/./,"&&")` doubles it, and repeated they grow as 2 ** k."""
 
 
+class _Hold:
+    """How many copies of the hold space at a cycle's start the pattern and hold spaces hold: the hold
+    space lives from cycle to cycle, so a cycle that leaves it holding two copies of itself (`G;G;h`,
+    `g;s/.*/&&/;h`, `G;H`) doubles it per input line. A command that may be skipped (an address, a
+    block, after a branch) counts as both done and not done: the larger count is kept."""
+
+    def __init__(self) -> None:
+        self.pattern, self.hold = 0, 1
+
+    def apply(self, cmd: str, factor: int, maybe: bool) -> None:
+        pattern, hold = self.pattern, self.hold
+        if cmd in "gG":
+            pattern = hold + (pattern if cmd == "G" else 0)
+        elif cmd in "hH":
+            hold = pattern + (hold if cmd == "H" else 0)
+        elif cmd == "x":
+            pattern, hold = hold, pattern
+        elif cmd in "nz":
+            pattern = 0
+        elif cmd == "s":
+            pattern *= factor
+        if maybe:
+            pattern, hold = max(pattern, self.pattern), max(hold, self.hold)
+        self.pattern, self.hold = min(pattern, 1 << 20), min(hold, 1 << 20)
+
+
 def _sed_walk(script: str) -> None:
     i, n, depth = 0, len(script), 0
     growth = 1
     labels: set[str] = set()
+    hold, branched = _Hold(), False
     while True:
         while i < n and script[i] in " \t\n;":
             i += 1
@@ -95,9 +124,11 @@ def _sed_walk(script: str) -> None:
             end = script.find("\n", i)
             i = n if end < 0 else end
             continue
+        start = i
         i = _sed_address(script, i)
         if script.startswith(",", i):
             i = _sed_address(script, i + 1)
+        maybe = i > start or depth > 0 or branched
         while i < n and script[i] in " \t!":
             i += 1
         if i >= n:
@@ -112,6 +143,7 @@ def _sed_walk(script: str) -> None:
             i = _sed_end(script, i)
         elif cmd in _SED_PLAIN:
             growth *= 2 if cmd in "GH" else 1  # append the hold space (which `h` may have made a copy)
+            hold.apply(cmd, 1, maybe)
             i = _sed_end(script, i)
         elif cmd in "lLqQ":
             i = _sed_end(script, _SED_NUMBER.match(script, i).end())  # type: ignore[union-attr]
@@ -122,23 +154,26 @@ def _sed_walk(script: str) -> None:
                 if not label:
                     raise Refusal("script", "sed")
                 labels.add(label)
-            elif cmd in "btT" and label in labels:
+            elif cmd in "btT":
+                branched = True
+            if cmd in "btT" and label in labels:
                 raise Refusal("loop", "sed")  # a jump back to an earlier label: a loop
             elif cmd in "btT" and label and not re.fullmatch(r"[\w.-]+", label):
                 raise Refusal("script", "sed")
-            i = _sed_end(script, m.end())  # type: ignore[union-attr]
+            i = m.end()  # type: ignore[union-attr]
         elif cmd in "aicrR":
             i = _sed_text(script, i, cmd)
         elif cmd in "sy":
             i, factor = _sed_substitute(script, i, cmd)
             growth *= factor
+            hold.apply(cmd, factor, maybe)
         elif cmd == "D":
             raise Refusal("loop", "sed")  # restarts the cycle without reading: `G;D` never ends
         else:
             raise Refusal("script", "sed")  # w, W, e and anything we do not know
     if depth:
         raise Refusal("script", "sed")
-    if growth > MAX_GROWTH:
+    if growth > MAX_GROWTH or hold.hold > 1:
         raise Refusal("loop", "sed")
 
 
