@@ -203,6 +203,7 @@ FORK_DENIAL = (
     "The coordinator does not fork itself: a fork would do hands-on work outside every worker's rules. "
     "Dispatch one of your workers by its subagent_type."
 )
+AGENT_TYPE_DENIAL = "`{kind}` is not one of your workers; dispatch one of them by its subagent_type: {names}."
 
 # S-8, issue #16: an MCP tool the coordinator's spec does not declare read-only (`glance_tools`).
 MCP_DENIAL = (

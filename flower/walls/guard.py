@@ -222,18 +222,24 @@ def _dropped(ch: str) -> bool:
 
 
 def fork_guard(agents: Collection[str] = (), *, leads: Collection[str] = ()) -> HookMatcher:
-    """Deny `subagent_type: "fork"` on the main thread (and in `leads`): a fork is the coordinator itself as a
-    subagent, with every tool of the session and none of a worker's rules or whitelist, so it would do the
-    hands-on work the wall keeps off the main thread. Every spelling the CLI takes for the fork is denied, also
-    when the spec names an agent so: the CLI tests for its fork before it looks a name up among the spec's
-    agents, so such an agent cannot be dispatched anyway. `agents` is accepted for the callers' sake."""
-    del agents  # the CLI's own fork wins over a spec agent of that name
+    """Deny, on the main thread (and in `leads`), every Agent dispatch whose `subagent_type` is not one of
+    `agents` as written: the fork (the coordinator itself as a subagent, with every tool of the session and
+    none of a worker's rules or whitelist) in every spelling the CLI takes for it, also when the spec names an
+    agent so (the CLI tests for its fork before it looks a name up), and the CLI's built-in types
+    (`general-purpose`, the default when the type is missing, `Explore`, `Plan`, ...), which would do
+    hands-on work outside the workers' rules as well."""
     lead_types = frozenset(leads)
+    workers = frozenset(agents)
 
     async def guard(input_data: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         kind = tool_input_of(input_data).get("subagent_type")
-        if not _names_fork(kind) or not _on_main(input_data, lead_types):
+        if not _on_main(input_data, lead_types):
             return {}
-        return _deny(texts.FORK_DENIAL)
+        if _names_fork(kind):
+            return _deny(texts.FORK_DENIAL)
+        if not isinstance(kind, str) or kind not in workers:
+            names = ", ".join(sorted(workers)[:8]) or "none"
+            return _deny(texts.AGENT_TYPE_DENIAL.format(kind=str(kind)[:40], names=names))
+        return {}
 
     return HookMatcher(matcher="Agent|Task", hooks=[guard])

@@ -10,6 +10,7 @@ main thread whatever its command, the way a mutating Bash command is.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,23 @@ async def test_a_coordinator_cannot_do_hands_on_work_through_a_fork_of_itself(tm
         answer = json.dumps(api.main_requests[1].body["messages"][-1])
         assert api.subagent_requests() == []  # no fork ever asked the model for its first step
     assert "does not fork itself" in answer
+
+
+@pytest.mark.parametrize("kind", ["general-purpose", None])
+async def test_a_coordinator_dispatches_only_its_own_workers(tmp_path: Path, kind: str | None) -> None:
+    """The CLI's built-in `general-purpose` (its default when the type is missing) has Bash and Write and
+    none of a worker's rules: on a spec that is not lean (so the CLI still lists it) the wall denies it."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    lead = replace(coordinator("lead", "Goal: read.", {"reader": worker("reads", "You read.", tools=["Read"])}),
+                   lean=False)
+    call = {"description": "f", "prompt": "make the file", "run_in_background": False}
+    dispatch = tool_use("Agent", call if kind is None else {**call, "subagent_type": kind})
+    with ScriptedAPI([dispatch, text("done")], check_tools=False) as api:
+        options = build_options(lead, cwd=workspace)
+        options.env = {**options.env, **api.cli_env(tmp_path / "home")}
+        run = await collect("go", options)
+        assert run.result.result == "done"
+        answer = json.dumps(api.main_requests[1].body["messages"][-1])
+        assert api.subagent_requests() == []
+    assert "is not one of your workers" in answer and "reader" in answer

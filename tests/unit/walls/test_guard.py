@@ -446,9 +446,22 @@ async def test_every_spelling_of_fork_is_denied(spelling: str) -> None:
     assert denial(await decide(fork_guard({spelling: None}), call)) == texts.FORK_DENIAL
 
 
-@pytest.mark.parametrize("kind", ["forks", "frok", "work", "fork2", None, 7, ["fork"]])
-async def test_other_agent_types_are_not_taken_for_the_fork(kind: object) -> None:
+@pytest.mark.parametrize("kind", ["forks", "frok", "work", "fork2", None, 7, ["fork"], "general-purpose", "Explore",
+                                  "Plan", "statusline-setup", "claude", "W", "w ", ""])
+async def test_every_type_but_the_specs_workers_is_denied_on_the_main_thread(kind: object) -> None:
+    """Not the fork, yet no worker either: the CLI's built-in types (and `general-purpose`, its default when the
+    type is missing) would do hands-on work outside the workers' rules; a subagent's own dispatches are not walled."""
     from flower.walls.guard import fork_guard
 
     call = main_call("Agent", description="f", prompt="p", subagent_type=kind)
-    assert await decide(fork_guard({"w": None}), call) == {}
+    reason = denial(await decide(fork_guard({"w": None}), call))
+    assert reason.startswith(f"`{str(kind)[:40]}` is not one of your workers") and reason.endswith(": w.")
+    assert await decide(fork_guard({"w": None}), sub_call("Agent", agent_type="w", **call["tool_input"])) == {}
+
+
+async def test_a_named_worker_is_dispatched() -> None:
+    from flower.walls.guard import fork_guard
+
+    for kind in ("w", "forks", "general-purpose"):
+        call = main_call("Agent", description="f", prompt="p", subagent_type=kind)
+        assert await decide(fork_guard({"w": None, "forks": None, "general-purpose": None}), call) == {}
