@@ -1,7 +1,8 @@
 """Events: one flat, frozen record for UIs, never an SDK object (L-3).
 
 `to_events(message)` turns one SDK message into zero or more `Event`s. A synthetic API-error message
-(model `<synthetic>` with an error) becomes an `error` event, never result text. Kinds not recognised
+(model `<synthetic>` with an error) becomes an `error` event, never result text; the CLI's switch to the
+fallback model becomes a `system` event of subtype `model_fallback` (primary, fallback, trigger). Kinds not recognised
 become `unknown`, so a newer SDK cannot crash a UI. `emit()` calls a user callback and swallows its
 exceptions: a broken UI must not kill a long run.
 """
@@ -118,8 +119,19 @@ def to_events(message: Any) -> list[Event]:
         if message.subtype == "api_retry":
             return [Event("retry", str(message.data.get("error", "")), payload=dict(message.data))]
         session = message.data.get("session_id") if isinstance(message.data, Mapping) else None
+        if message.subtype == "model_fallback":
+            return [_fallback(message.data, session)]
         return [Event("system", message.subtype, payload={"subtype": message.subtype, "session_id": session})]
     return [Event("unknown", type(message).__name__)]
+
+
+def _fallback(data: Mapping[str, Any], session: Any) -> Event:
+    """The CLI switched models for the rest of the turn: its primary one was overloaded, failing or missing."""
+    primary, fallback = str(data.get("original_model") or "?"), str(data.get("fallback_model") or "?")
+    trigger = str(data.get("trigger") or "")
+    text = f"model {primary} failed ({trigger or 'unavailable'}): this turn runs on the fallback {fallback}"
+    return Event("system", text, payload={"subtype": "model_fallback", "session_id": session, "model": primary,
+                                          "fallback_model": fallback, "trigger": trigger})
 
 
 _failed: set[int] = set()

@@ -125,6 +125,7 @@ def build_options(
     optional: dict[str, Any] = {
         "tools": list(spec.tools) if spec.tools is not None else None,
         "model": spec.model,
+        "fallback_model": spec.fallback_model,
         "effort": spec.effort,
         "max_turns": spec.max_turns,
         "max_budget_usd": spec.max_budget_usd,

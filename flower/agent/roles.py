@@ -123,6 +123,7 @@ def coordinator(
     *,
     glance: bool = True,
     model: str | None = None,
+    fallback_model: str | None = None,
     effort: Effort | None = None,
     max_turns: int | None = None,
     max_budget_usd: float | None = None,
@@ -143,6 +144,9 @@ def coordinator(
     `channel` (a `HumanChannel`) gives the main thread its ask and inbox tools: its server joins
     `mcp_servers`, its tools are approved and named glance-safe, so the main-thread wall lets them through
     while it denies every other MCP tool. Asking is a main-thread act: a worker that needs a decision reports it.
+
+    `fallback_model` is the model the session switches to when `model` is overloaded or unavailable; the
+    CLI applies it to the workers too (a worker on its own model falls back to it as well).
     """
     _check_coordinator(name, instructions, workers, glance_tools)
     allowed = list(COORDINATOR_TOOLS) + (["Bash"] if glance else []) + _merged_web_tools(workers)
@@ -158,6 +162,7 @@ def coordinator(
         instructions=texts.COORDINATOR_RULES + "\n\n" + instructions.strip(),
         allowed_tools=allowed,
         model=model,
+        fallback_model=fallback_model,
         effort=effort,
         max_turns=max_turns,
         max_budget_usd=max_budget_usd,

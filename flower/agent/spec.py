@@ -98,6 +98,10 @@ class AgentSpec:
     Bash/Write/Edit/NotebookEdit on non-delegating specs."""
     model: str | None = None
     """Model id or alias; None lets the CLI choose."""
+    fallback_model: str | None = None
+    """The model the CLI switches to when `model` is overloaded, failing or unavailable (its
+    `--fallback-model`): for the rest of that turn, for the main thread and every worker (the CLI has no
+    per-worker fallback); the next turn tries `model` again. It must differ from `model`."""
     effort: Effort | None = None
     """Reasoning effort."""
     max_turns: int | None = None
@@ -151,6 +155,9 @@ class AgentSpec:
         check_tools(owner, "allowed_tools", self.allowed_tools)
         check_common(owner, model=self.model, effort=self.effort, max_turns=self.max_turns,
                      permission_mode=self.permission_mode)
+        _check_type(owner, "fallback_model", self.fallback_model, str, "a model id or alias (str)")
+        if self.fallback_model is not None and self.fallback_model == self.model:
+            raise ConfigError(f"{owner}: fallback_model is the same as model ({self.model!r}); name another model")
         _check_type(owner, "max_budget_usd", self.max_budget_usd, (int, float), "a positive number of dollars")
         if self.max_budget_usd is not None and self.max_budget_usd <= 0:
             raise ConfigError(f"{owner}: max_budget_usd must be positive, not {self.max_budget_usd}")

@@ -11,8 +11,12 @@ Invariants:
 - Running the same target again in the same workspace and run dir continues its unfinished run; `--new`
   starts a fresh one. Notices (continuing, a run of another workspace) go to stderr, one line each.
 - An AgentSpec with `--resume SESSION` is a plain session resume (`flower.cli.launch.execute`), not a run.
-- `--json` prints every event as one JSON line on stdout, then a summary line per step carrying its whole
-  result (the final text never cut), then one line for the run; nothing else goes to stdout.
+- `--json` prints one JSON object on stdout when the run ends (run id, state, the final text never cut, cost,
+  tokens, session ids, each step's whole result) and nothing else; `--events` prints every event as one JSON
+  line, then a summary line per step carrying its whole result, then one line for the run.
+- The live view prints the final answer whole, in a pipe and on a terminal (`flower.cli.live`).
+- `-c/--continue` resumes the session the AgentSpec last ended with in this workspace and run dir (the run
+  dir's manifest), the way `--resume SESSION` resumes a named one.
 - Ctrl-C twice or SIGTERM/SIGHUP leave the run unfinished; the command to continue it is printed.
 """
 
@@ -57,18 +61,20 @@ def _call_factory(factory: Any, source: str) -> Any:
     return call(factory, source, "a Workflow, an AgentSpec")
 
 
-def _flagged(value: Any, source: str, *, model: str | None) -> Any:
-    """The target (a factory called first), an AgentSpec on `model` when one is given: the one agent named
-    on the command line runs on the model named there. A workflow's steps get the model and the budget from
-    the runtime's config instead, which a fleet worker inherits. Anything else is returned as it is, for
-    `as_workflow` to refuse in one line."""
+def _flagged(value: Any, source: str, *, model: str | None, fallback_model: str | None = None) -> Any:
+    """The target (a factory called first), an AgentSpec on `model` and `fallback_model` when given: the one
+    agent named on the command line runs on the models named there. A workflow's steps get the models and the
+    budget from the runtime's config instead, which a fleet worker inherits. Anything else is returned as it
+    is, for `as_workflow` to refuse in one line."""
     from flower.agent.spec import AgentSpec
     from flower.flow.workflow import Workflow
 
     if not isinstance(value, (AgentSpec, Workflow)) and callable(value):
         value = _call_factory(value, source)
-    if isinstance(value, AgentSpec) and model is not None:
-        value = dataclasses.replace(value, model=model)
+    if isinstance(value, AgentSpec):
+        given = {"model": model, "fallback_model": fallback_model}
+        changes: dict[str, Any] = {name: chosen for name, chosen in given.items() if chosen is not None}
+        value = dataclasses.replace(value, **changes) if changes else value
     return value
 
 
@@ -93,7 +99,7 @@ def _results(ctx: Context) -> list[StepResult]:
 
 
 def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: str | None, new: bool,
-           verbose: bool, as_json: bool = False, otlp: str | None = None) -> Context:
+           verbose: bool, as_json: bool = False, events: bool = False, otlp: str | None = None) -> Context:
     from flower.cli.launch import _summary
     from flower.cli.live import LiveView
     from flower.cli.otel import otlp_tracing
@@ -102,8 +108,10 @@ def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: s
     threshold = runtime.threshold(workflow.steps[0].spec) if hasattr(workflow.steps[0], "spec") else None
     ctx = None
     with contextlib.ExitStack() as stack:
-        if as_json:
+        if events:
             on_event = _print_json
+        elif as_json:
+            on_event = _print_notice  # stdout holds the one object at the end, nothing else
         else:
             view = stack.enter_context(LiveView(threshold=threshold, console=Console(highlight=False)))
 
@@ -130,8 +138,8 @@ def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: s
         hint = f"flower resume {runtime.run_id} -r {runtime.run_dir}" + (" --store ..." if store else "")
         click.echo(f"flower: stopped; the run is kept. Continue it with: {hint}", err=True)
         raise SystemExit(130)
-    for one in _results(ctx):
-        if as_json:
+    for one in _results(ctx) if not as_json else ():
+        if events:
             summary = {"kind": "summary", "run_dir": str(runtime.run_dir), **dataclasses.asdict(one)}
             click.echo(json.dumps(summary, default=str, ensure_ascii=False))
         else:
@@ -139,32 +147,64 @@ def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: s
     return ctx
 
 
-def _finish(ctx: Context, runtime: Runtime, workflow: Workflow, *, as_json: bool = False) -> None:
+def _finish(ctx: Context, runtime: Runtime, workflow: Workflow, *, as_json: bool = False,
+            events: bool = False) -> None:
+    from flower.cli.launch import run_json
+
     cost = sum(r.cost_usd for r in _results(ctx))
     done = len(ctx.results)
     state = f"failed at {ctx.failed_at}" if ctx.failed_at else "finished"
+    why = None
+    if ctx.failed_at:
+        result = ctx.results.get(ctx.failed_at)
+        why = ctx.aborted or (getattr(result, "error", None) if result is not None else None) or "its gate said no"
     if as_json:
+        click.echo(run_json(runtime.run_id, _results(ctx), state="failed" if ctx.failed_at else "finished",
+                            run_dir=runtime.run_dir, error=why))
+    elif events:
         click.echo(json.dumps({"kind": "run", "run_id": runtime.run_id, "workflow": workflow.name,
                                "state": "failed" if ctx.failed_at else "finished", "failed_at": ctx.failed_at,
                                "steps": done, "total": workflow.total, "cost_usd": round(cost, 6)}))
     elif len(workflow.steps) > 1 or ctx.failed_at:
         click.echo(f"run {runtime.run_id}: {state}, {done}/{workflow.total} steps, ${cost:.4f}", err=True)
     if ctx.failed_at:
-        result = ctx.results.get(ctx.failed_at)
-        why = ctx.aborted or (getattr(result, "error", None) if result is not None else None) or "its gate said no"
         raise FlowError(f"run {runtime.run_id} failed at step {ctx.failed_at}: {why}")
 
 
 def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None = None, *,
-             model: str | None = None, budget: float | None = None) -> Runtime:
-    """The run's runtime; its config carries `--model` (for each step whose spec names none) and `--budget`
-    (a cap on each query), and is recorded with the run, so a branch a `flower worker` takes runs under them."""
+             model: str | None = None, fallback_model: str | None = None, budget: float | None = None) -> Runtime:
+    """The run's runtime; its config carries `--model` and `--fallback-model` (for each step whose spec names
+    none) and `--budget` (a cap on each query), and is recorded with the run, so a branch a `flower worker`
+    takes runs under them."""
     from flower.runtime.runtime import Runtime
 
-    config = runtime_config(run_dir=run_dir, model=model, budget=budget)
+    config = runtime_config(run_dir=run_dir, model=model, fallback_model=fallback_model, budget=budget)
     return Runtime(workspace, config=config, store=_session_store(store), run_id=run_id)
 
 
+
+
+def _outputs(as_json: bool, events: bool) -> None:
+    if as_json and events:
+        raise ConfigError("--json prints one object at the end, --events a line per event: choose one")
+
+
+def _continued(value: Any, workspace: str, run_dir: str, resume: str | None) -> str:
+    """The session `-c/--continue` resumes: the one the AgentSpec `value` last ended with in this workspace
+    and run dir (`flower.report.rundata.last_session`); one line when there is none or it cannot apply."""
+    from flower.agent.spec import AgentSpec
+    from flower.report.rundata import last_session
+
+    if resume:
+        raise ConfigError("--continue resumes the last session, --resume SESSION the one named: give one of them")
+    if not isinstance(value, AgentSpec):
+        raise ConfigError("--continue continues an AgentSpec's last session; a workflow continues its unfinished "
+                          "run when run again (or flower resume RUN)")
+    found = last_session(Path(run_dir), Path(workspace), value.name)
+    if found is None:
+        raise ConfigError(f"no session of {value.name!r} in {Path(workspace).resolve()} (run dir "
+                          f"{Path(run_dir).resolve()}) to continue: run it once without --continue")
+    return found
 
 
 @click.command(short_help="Run a Workflow or an AgentSpec with live progress.")
@@ -174,37 +214,44 @@ def _runtime(workspace: str, run_dir: str, store: str | None, run_id: str | None
 @click.option("--prompt", "-p", default=None, help="The task of an AgentSpec; read from stdin when absent ('-').")
 @options.store()
 @options.model(help="Model id or alias: the AgentSpec's, or of each workflow step that names none.")
+@options.fallback_model(help="Model to switch to when the model is overloaded or unavailable: the AgentSpec's, "
+                             "or of each workflow step that names none.")
 @options.budget(help="Spend cap in dollars of each query: the spec's max_budget_usd, or a lower one.")
-@options.json_output(help="Print the events as JSON lines, then each step's whole result.")
+@options.json_output(help="Print one JSON object at the end: run id, state, final text, cost, tokens, sessions.")
+@options.events_output()
 @options.otlp()
 @click.option("--resume", default=None, metavar="SESSION", help="AgentSpec only: continue this session.")
+@options.continue_last(help="AgentSpec only: continue its last session in this workspace and run dir.")
 @click.option("--new", is_flag=True, help="Start a fresh run even if this workflow has an unfinished one here.")
 @options.verbose()
 def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: str | None, model: str | None,
-        budget: float | None, as_json: bool, otlp: str | None, resume: str | None, new: bool,
-        verbose: bool) -> None:
+        fallback_model: str | None, budget: float | None, as_json: bool, events: bool, otlp: str | None,
+        resume: str | None, continue_: bool, new: bool, verbose: bool) -> None:
     """Run a Workflow or an AgentSpec (or a callable returning one) with live progress.
 
     TARGET is FILE.py:ATTR or module:attr. An AgentSpec runs as a one-step workflow on the prompt. Running
     the same target again in the same workspace and run dir continues its unfinished run (--new starts a
-    fresh one).
+    fresh one). -c continues the AgentSpec's last session here with a new prompt.
 
-    --model and --budget apply to an AgentSpec and to every step of a Workflow, except that a step whose
-    spec names its own model keeps it, and a spec's own lower cap stays.
+    --model, --fallback-model and --budget apply to an AgentSpec and to every step of a Workflow, except
+    that a step whose spec names its own model (or fallback) keeps it, and a spec's own lower cap stays.
     """
     from flower.agent.spec import AgentSpec
     from flower.flow.workflow import as_workflow
 
+    _outputs(as_json, events)
     value, canonical = resolve_target(target)
     source = canonical or target
-    value = _flagged(value, source, model=model)
+    value = _flagged(value, source, model=model, fallback_model=fallback_model)
+    if continue_:
+        resume = _continued(value, workspace, run_dir, resume)
     if isinstance(value, AgentSpec) and resume:
         from flower.runtime.config import RuntimeConfig
 
         again = f"flower run {shlex.quote(target)} -w {shlex.quote(workspace)} -r {shlex.quote(run_dir)} -p 'continue'"
         spec = RuntimeConfig(budget=budget).apply(value)  # a session resume runs the spec as it is given
         execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
-                otlp=otlp, as_json=as_json, again=again)
+                otlp=otlp, as_json=as_json, events=events, again=again)
         return
     text = read_prompt(prompt) if isinstance(value, AgentSpec) else None
     workflow = as_workflow(value, source, prompt=text)
@@ -212,9 +259,10 @@ def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: st
         raise ConfigError("--resume SESSION continues an AgentSpec's session; to continue a workflow run use "
                           "flower resume RUN")
     check_credentials(os.environ)
-    runtime = _runtime(workspace, run_dir, store, model=model, budget=budget)
-    ctx = _drive(workflow, runtime, store=store, run_id=None, new=new, verbose=verbose, as_json=as_json, otlp=otlp)
-    _finish(ctx, runtime, workflow, as_json=as_json)
+    runtime = _runtime(workspace, run_dir, store, model=model, fallback_model=fallback_model, budget=budget)
+    ctx = _drive(workflow, runtime, store=store, run_id=None, new=new, verbose=verbose, as_json=as_json,
+                 events=events, otlp=otlp)
+    _finish(ctx, runtime, workflow, as_json=as_json, events=events)
 
 
 @click.command(short_help="Run one ad-hoc, non-delegating agent.")
@@ -226,27 +274,34 @@ def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: st
               help=f"The CLI's permission mode: {', '.join(PERMISSION_MODES)}.")
 @options.budget(help="Spend cap in dollars of the query (max_budget_usd).")
 @click.option("--resume", default=None, metavar="SESSION", help="Continue this session.")
+@options.continue_last(help="Continue the last flower once session in this workspace and run dir.")
 @options.workspace()
 @options.run_dir()
 @options.store()
 @options.model(help="Model id or alias (default: the CLI's choice).")
-@options.json_output(help="Print the events as JSON lines, then the step's whole result.")
+@options.fallback_model()
+@options.json_output(help="Print one JSON object at the end: run id, state, final text, cost, tokens, sessions.")
+@options.events_output(help="Print every event as one JSON line, then the step's whole result.")
 @options.otlp()
 def once(prompt: str, tools: str, instructions: str, permission_mode: str | None, budget: float | None,
-         resume: str | None, workspace: str, run_dir: str, store: str | None, model: str | None = None,
-         as_json: bool = False, otlp: str | None = None) -> None:
+         resume: str | None, continue_: bool, workspace: str, run_dir: str, store: str | None,
+         model: str | None = None, fallback_model: str | None = None, as_json: bool = False, events: bool = False,
+         otlp: str | None = None) -> None:
     """Run one ad-hoc agent on PROMPT ('-' reads stdin) that does the work itself, walled to its --tools."""
     from flower.agent.spec import AgentSpec
 
+    _outputs(as_json, events)
     allowed = [name.strip() for name in tools.split(",") if name.strip()]
     if not allowed:
         raise ConfigError("--tools needs at least one tool name")
     spec = AgentSpec(name="once", instructions=instructions, allowed_tools=allowed,
                      permission_mode=permission_mode,  # type: ignore[arg-type]  # click.Choice checked it
-                     max_budget_usd=budget, model=model)
+                     max_budget_usd=budget, model=model, fallback_model=fallback_model)
+    if continue_:
+        resume = _continued(spec, workspace, run_dir, resume)
     again = f"flower once 'continue' -t {shlex.quote(tools)} -w {shlex.quote(workspace)} -r {shlex.quote(run_dir)}"
     execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,
-            otlp=otlp, as_json=as_json, again=again)
+            otlp=otlp, as_json=as_json, events=events, again=again)
 
 
 @click.command(short_help="The workflow runs of a run dir (or store).")
@@ -281,17 +336,20 @@ def runs(run_dir: str, store: str | None, as_json: bool) -> None:
 @options.run_dir()
 @options.store()
 @options.model(help="As for `flower run` (not recorded with the run: give it again).")
+@options.fallback_model(help="As for `flower run` (not recorded with the run: give it again).")
 @options.budget(help="As for `flower run` (not recorded with the run: give it again).")
-@options.json_output(help="Print the events as JSON lines, then each step's whole result.")
+@options.json_output(help="Print one JSON object at the end: run id, state, final text, cost, tokens, sessions.")
+@options.events_output()
 @options.otlp()
 @options.verbose()
-def resume(run_id: str, run_dir: str, store: str | None, model: str | None, budget: float | None, as_json: bool,
-           otlp: str | None, verbose: bool) -> None:
+def resume(run_id: str, run_dir: str, store: str | None, model: str | None, fallback_model: str | None,
+           budget: float | None, as_json: bool, events: bool, otlp: str | None, verbose: bool) -> None:
     """Continue an unfinished run: finished steps are replayed, the step in flight resumes its session."""
     from flower.flow.durable import load_source
     from flower.flow.runs import run_meta
     from flower.flow.workflow import as_workflow
 
+    _outputs(as_json, events)
     meta, status = run_meta(run_dir, store, run_id)
     if status == "SUCCESS":
         raise FlowError(f"run {run_id} has already finished: nothing to resume")
@@ -301,15 +359,17 @@ def resume(run_id: str, run_dir: str, store: str | None, model: str | None, budg
                            f" -r {run_dir}"))
     if not meta.get("source"):
         raise FlowError(f"run {run_id} was started from Python, not from a file: run that program again")
-    value = _flagged(load_source(str(meta["source"])), str(meta["source"]), model=model)
+    value = _flagged(load_source(str(meta["source"])), str(meta["source"]), model=model,
+                     fallback_model=fallback_model)
     workflow = as_workflow(value, str(meta["source"]), prompt=(meta.get("context") or {}).get("prompt"))
     if not Path(str(meta.get("workspace"))).is_dir():
         raise FlowError(f"run {run_id}: its workspace {meta.get('workspace')} is gone")
     check_credentials(os.environ)
-    runtime = _runtime(str(meta["workspace"]), run_dir, store, run_id=run_id, model=model, budget=budget)
+    runtime = _runtime(str(meta["workspace"]), run_dir, store, run_id=run_id, model=model,
+                       fallback_model=fallback_model, budget=budget)
     ctx = _drive(workflow, runtime, store=store, run_id=run_id, new=False, verbose=verbose, as_json=as_json,
-                 otlp=otlp)
-    _finish(ctx, runtime, workflow, as_json=as_json)
+                 events=events, otlp=otlp)
+    _finish(ctx, runtime, workflow, as_json=as_json, events=events)
 
 
 @click.command(short_help="Cancel an unfinished workflow run.")

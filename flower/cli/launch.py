@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from flower.runtime.config import RuntimeConfig
     from flower.runtime.runtime import Runtime
 
-__all__ = ["check_credentials", "cli_env", "execute", "load_spec", "read_prompt", "resolve_target", "runtime_config"]
+__all__ = [
+    "check_credentials", "cli_env", "execute", "load_spec", "read_prompt", "resolve_target", "run_json", "runtime_config",
+]
 
 CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 PROVIDERS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
@@ -164,57 +166,88 @@ def _stored_session(runtime: Runtime, resume: str | None) -> str | None:
     return resume
 
 
-def execute(
-    spec: Any, prompt: str, *, workspace: str, run_dir: str, store: str | None, resume: str | None,
-    otlp: str | None = None, as_json: bool = False, again: str = "flower run",
-) -> None:
-    """Run one step with the live view (or JSON lines). `again` is the command line that resumes it, for
-    the message a Ctrl-C prints."""
+def run_json(run_id: str, results: Any, *, state: str, run_dir: Path, error: str | None = None) -> str:
+    """`--json`: the whole outcome as one JSON object, for a script: the run, its state, the final text (the
+    last step's, never cut), cost, tokens and session ids, and each step's own."""
     import dataclasses
     import json
 
-    import anyio
+    results = list(results)
+    usage: dict[str, int] = {}
+    for one in results:
+        for key, value in (getattr(one, "usage", None) or {}).items():
+            usage[key] = usage.get(key, 0) + int(value)
+    sessions = [s for one in results for s in (*one.retired, one.session_id) if s]
+    return json.dumps({
+        "run_id": run_id, "state": state, "ok": state == "finished", "error": error,
+        "text": results[-1].text if results else "", "cost_usd": round(sum(r.cost_usd for r in results), 6),
+        "usage": usage, "session_ids": list(dict.fromkeys(sessions)), "run_dir": str(run_dir),
+        "steps": [dataclasses.asdict(one) for one in results],
+    }, default=str, ensure_ascii=False)
 
-    from flower.cli.live import LiveView
-    from flower.cli.otel import otlp_tracing
+
+def execute(
+    spec: Any, prompt: str, *, workspace: str, run_dir: str, store: str | None, resume: str | None,
+    otlp: str | None = None, as_json: bool = False, events: bool = False, again: str = "flower run",
+) -> None:
+    """Run one step with the live view, one JSON object (`as_json`) or JSON lines (`events`). `again` is the
+    command line that resumes it, for the message a Ctrl-C prints."""
+    import dataclasses
+    import json
+
     from flower.runtime.runtime import Runtime
     from flower.stores.opening import close_store, open_store
 
     check_credentials(os.environ)
     base = open_store(store, None, create=True) if store else None
-    # the command already put the model and the budget into the spec
-    config = dataclasses.replace(runtime_config(run_dir=run_dir, otlp=otlp), model=None, budget=None)
+    # the command already put the models and the budget into the spec
+    config = dataclasses.replace(runtime_config(run_dir=run_dir, otlp=otlp), model=None, fallback_model=None,
+                                 budget=None)
     runtime = Runtime(workspace, config=config, store=base)
     try:
         resume = _stored_session(runtime, resume)
         threshold = runtime.threshold(spec)
-        seen = _SessionSeen(resume)
-        try:
-            with otlp_tracing(otlp, runtime.run_id, spec.name):
-                if as_json:
-                    def print_event(event: Any) -> None:
-                        seen(event)
-                        click.echo(event_json(event))
-
-                    result = anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=print_event))
-                else:
-                    with LiveView(threshold=threshold, console=Console(highlight=False)) as view:
-                        result = anyio.run(partial(runtime.run, spec, prompt, resume=resume,
-                                                   on_event=seen.then(view.update)))
-        except KeyboardInterrupt:
-            click.echo(interrupted_message(seen.session, again), err=True)
-            raise SystemExit(130) from None
+        result, shown = _run_one(runtime, spec, prompt, resume, otlp=otlp, as_json=as_json, events=events,
+                                 again=again)
         if as_json:
+            click.echo(run_json(runtime.run_id, [result], state="finished" if result.ok else "failed",
+                                run_dir=runtime.run_dir, error=result.error))
+        elif events:
             click.echo(json.dumps({"kind": "summary", "run_dir": str(runtime.run_dir),
                                    **dataclasses.asdict(result)}, default=str))
         else:
             click.echo(_summary(result, threshold, runtime.run_dir))
-            shown = getattr(view, "_last_error", None) or ""
             if not result.ok and result.error and not (shown and shown in result.error):
                 click.echo(f"x {result.error}", err=True)  # not shown by the live view yet
     finally:
         close_store(runtime.store)
     if not result.ok:
-        if not as_json:  # the live view showed the error and the summary says "x failed": once is enough
+        if not (as_json or events):  # the live view showed the error and the summary says "x failed": once is enough
             raise SystemExit(1)
         raise FlowerError(f"step {result.step} failed: {result.error or 'no result'}")
+
+
+def _run_one(runtime: Runtime, spec: Any, prompt: str, resume: str | None, *, otlp: str | None, as_json: bool,
+             events: bool, again: str) -> tuple[Any, str]:
+    """The step's result, and the error the live view showed (if any)."""
+    import anyio
+
+    from flower.cli.live import LiveView
+    from flower.cli.otel import otlp_tracing
+
+    seen = _SessionSeen(resume)
+    try:
+        with otlp_tracing(otlp, runtime.run_id, spec.name):
+            if as_json or events:
+                def print_event(event: Any) -> None:
+                    seen(event)
+                    if events:
+                        click.echo(event_json(event))
+
+                return anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=print_event)), ""
+            with LiveView(threshold=runtime.threshold(spec), console=Console(highlight=False)) as view:
+                result = anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=seen.then(view.update)))
+            return result, getattr(view, "_last_error", None) or ""
+    except KeyboardInterrupt:
+        click.echo(interrupted_message(seen.session, again), err=True)
+        raise SystemExit(130) from None

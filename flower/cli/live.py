@@ -15,6 +15,8 @@ Invariants:
 - A subagent is active from its Agent call on the main thread until that call's result arrives.
 - A spill is counted from the pointer line `texts.SPILL_POINTER` in a tool result, wherever it sits.
 - Icons are ASCII; lines are cut to the terminal width by display cells (wide characters count two).
+- Main-thread prose is cut to `MAX_TEXT_LINES`, with a line saying how many more, except the answer: prose
+  that a result (or an error, or the end of the view) follows is printed whole, neither cut nor indented.
 - `update` never raises: a UI fault must not kill the run (the runtime also shields it, `events.emit`).
 """
 
@@ -105,6 +107,8 @@ class LiveView:
         self._session_costs: dict[str, float] = {}
         self._lock = threading.RLock()
         self._live: Live | None = None
+        self._held: str | None = None
+        """The latest main-thread prose, held until the next event tells whether it was the answer."""
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
@@ -122,6 +126,8 @@ class LiveView:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._flush(whole=True)
         if self._live is not None:
             self._live.refresh()
             self._live.stop()
@@ -173,6 +179,8 @@ class LiveView:
             log.debug("live view could not show a %s event", event.kind, exc_info=True)
 
     def _update(self, event: Event) -> None:
+        if event.kind != "text" or not event.on_main:
+            self._flush(whole=event.kind in ("result", "error") and event.on_main)
         handler = getattr(self, f"_on_{event.kind}", None)
         if event.on_main:
             self._observe_context(event.payload)
@@ -257,12 +265,33 @@ class LiveView:
     def _on_text(self, event: Event) -> None:
         if not event.on_main:
             return  # subagent prose stays in its transcript, as in the coordinator's context
-        lines = [line for line in sanitize(event.text, keep_newlines=True).splitlines() if line.strip()]
-        for line in lines[: self.MAX_TEXT_LINES]:
-            self.say(f"  {line}")
-        if len(lines) > self.MAX_TEXT_LINES:
-            self.say(f"  ... ({len(lines) - self.MAX_TEXT_LINES} more lines)", "dim")
+        self._flush(whole=False)
+        self._held = sanitize(event.text, keep_newlines=True)
+
+    def _flush(self, *, whole: bool) -> None:
+        """Print the main-thread prose held back: whole when it turned out to be the answer (a result or an
+        error followed it, or the view closed), else cut to `MAX_TEXT_LINES` with a line saying so."""
+        text, self._held = self._held, None
+        if text is None:
+            return
+        if whole:
+            self._answer(text)
+        else:
+            lines = [line for line in text.splitlines() if line.strip()]
+            for line in lines[: self.MAX_TEXT_LINES]:
+                self.say(f"  {line}")
+            if len(lines) > self.MAX_TEXT_LINES:
+                self.say(f"  ... ({len(lines) - self.MAX_TEXT_LINES} more lines; the final answer is printed whole)",
+                         "dim")
         self._status_if_plain()
+
+    def _answer(self, text: str) -> None:
+        """The answer, every line of it, neither cut nor indented: it is what the run is for."""
+        if self.interactive:
+            self.console.print(Text(text.strip("\n")), markup=False, highlight=False)
+        else:
+            self.console.file.write(text.strip("\n") + "\n")
+            self.console.file.flush()
 
     def _on_thinking(self, event: Event) -> None:
         if event.on_main and event.text.strip():
@@ -306,12 +335,13 @@ class LiveView:
         self.say(f"~ retry{count}{f' ({kind})' if kind else ''}{wait}{where}: {event.text}", "yellow")
 
     def _on_system(self, event: Event) -> None:
-        """Endpoint down/back, the window of the model in use, a model other than the spec's, a refresh."""
+        """Endpoint down/back, the window of the model in use, a model other than the spec's, a switch to the
+        fallback model, a refresh."""
         subtype = event.payload.get("subtype")
         if subtype == "window" and isinstance(event.payload.get("threshold"), int):
             self.threshold = event.payload["threshold"]
         if subtype in ("endpoint_down", "endpoint_back", "endpoint_gone", "window", "model_mismatch",
-                       "context_warning"):
+                       "context_warning", "model_fallback"):
             self.say(f"! {event.text}", "green" if subtype == "endpoint_back" else "yellow")
         elif subtype == "refresh":
             self.say(f"# {event.text}", "cyan")

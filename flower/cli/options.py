@@ -16,7 +16,10 @@ import click
 
 from flower.errors import ConfigError
 
-__all__ = ["ENV", "budget", "json_output", "model", "otlp", "run_dir", "store", "verbose", "workspace"]
+__all__ = [
+    "ENV", "budget", "continue_last", "events_output", "fallback_model", "json_output", "model", "otlp", "run_dir",
+    "store", "verbose", "workspace",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,8 +35,11 @@ ENV: dict[str, str | None] = {
     "run_dir": "FLOWER_RUN_DIR",
     "store": "FLOWER_STORE",
     "model": "FLOWER_MODEL",
+    "fallback_model": "FLOWER_FALLBACK_MODEL",
     "budget": "FLOWER_BUDGET",
     "as_json": None,
+    "events": None,
+    "continue_": None,
     "otlp": "FLOWER_OTLP",
     "verbose": None,
 }
@@ -65,6 +71,12 @@ def model(*, help: str = "Model id or alias, over the spec's.") -> Decorator:
                         help=help)
 
 
+def fallback_model(*, help: str = "Model to switch to when the model is overloaded or unavailable, over the "
+                                   "spec's.") -> Decorator:
+    return click.option("--fallback-model", envvar=ENV["fallback_model"], show_envvar=True, default=None,
+                        metavar="MODEL", help=help)
+
+
 def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     if value is not None and not ctx.resilient_parsing and not value > 0:  # `not >` refuses nan too
         raise ConfigError(f"--budget must be positive, not {value}")
@@ -80,6 +92,15 @@ def budget(*, help: str = "Spend cap in dollars of each query (its max_budget_us
 
 def json_output(*, help: str = "Print JSON instead of tables.") -> Decorator:
     return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def events_output(*, help: str = "Print every event as one JSON line, then each step's whole result.") -> Decorator:
+    return click.option("--events", is_flag=True, help=help)
+
+
+def continue_last(*, help: str = "Continue the last session this agent had in this workspace and run dir.",
+                  ) -> Decorator:
+    return click.option("--continue", "-c", "continue_", is_flag=True, help=help)
 
 
 def _endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

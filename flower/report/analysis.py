@@ -35,6 +35,7 @@ from flower.report.entries import (
     add_usage,
     api_messages,
     cost_state,
+    fallbacks,
     keyed_replies,
     last_model,
     tool_uses,
@@ -154,6 +155,9 @@ class Report:
     workbench_root: str | None
     cost_usd: float | None
     cost_source: Literal["manifest", "cost-state", "unknown"]
+    fallbacks: tuple[Mapping[str, str], ...] = ()
+    """Each switch of a main thread to its fallback model (`model`, `fallback_model`, `trigger`, `timestamp`);
+    `--by model` shows what the replies on each model cost."""
 
     @property
     def subagent_turn_share(self) -> float | None:
@@ -375,6 +379,7 @@ def analyze(
         pruned=_pruned(sessions, subs),
         workbench=workbench,
         workbench_root=workbench_root,
+        fallbacks=tuple(fallbacks(all_main)),
         cost_usd=cost_usd if cost_usd is not None else state_cost,
         cost_source="manifest"
         if cost_usd is not None

@@ -21,6 +21,7 @@ __all__ = [
     "add_usage",
     "api_messages",
     "cost_state",
+    "fallbacks",
     "is_reply",
     "keyed_replies",
     "last_model",
@@ -185,6 +186,17 @@ def last_model(entries: Iterable[Entry]) -> str | None:
             value = (message_of(entry) or {}).get("model")
             model = value if isinstance(value, str) and value else model
     return model
+
+
+def fallbacks(entries: Iterable[Entry]) -> list[dict[str, str]]:
+    """The CLI's switches to the fallback model, from its `system/model_fallback` entries, in order."""
+    found = []
+    for entry in entries:
+        if isinstance(entry, Mapping) and entry.get("type") == "system" and entry.get("subtype") == "model_fallback":
+            found.append({"model": str(entry.get("originalModel") or "?"),
+                          "fallback_model": str(entry.get("fallbackModel") or "?"),
+                          "trigger": str(entry.get("trigger") or ""), "timestamp": str(entry.get("timestamp") or "")})
+    return found
 
 
 def cost_state(main: Mapping[str, Sequence[Entry]]) -> float | None:

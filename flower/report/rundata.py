@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RunData",
     "close_store",
+    "last_session",
     "load_run",
     "load_session",
     "open_store",
@@ -68,6 +69,18 @@ def read_manifest(run_dir: Path | None) -> list[dict[str, Any]]:
     if not isinstance(rows, list):
         raise ConfigError(f"{path} is not a flower manifest (no list of steps)")
     return [dict(row) for row in rows if isinstance(row, Mapping)]
+
+
+def last_session(run_dir: Path, workspace: Path, agent: str) -> str | None:
+    """The session `agent` (a spec's name) last ended with in `workspace`, by the run dir's manifest, whose
+    rows are appended as steps end: what `-c/--continue` resumes. None when it has none there."""
+    where = workspace.resolve()
+    for row in reversed(read_manifest(run_dir if run_dir.is_dir() else None)):
+        session, place = row.get("session_id"), row.get("workspace")
+        if row.get("step") == agent and isinstance(session, str) and session and isinstance(place, str) \
+                and Path(place).resolve() == where:
+            return session
+    return None
 
 
 def _row_sessions(row: Mapping[str, Any]) -> list[str]:

@@ -137,6 +137,9 @@ def print_report(console: Console, report: Report, *, label: str, workbench_note
     for table in (*_threads(report, console.width), _context(report), _tools(report),
                   _economics(report, workbench_note)):
         console.print(table)
+    for switch in report.fallbacks:
+        console.print(_t(f"fallback: {switch['model']} -> {switch['fallback_model']} ({switch['trigger'] or '?'}) "
+                         f"at {switch['timestamp'] or '?'}; see --by model for what ran on each"), style="yellow")
 
 
 _DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))

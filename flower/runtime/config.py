@@ -100,6 +100,9 @@ class RuntimeConfig:
     model: str | None = None
     """The model of every step whose spec names none; a spec that names a model keeps it, since a workflow
     that picks a model per step chose it on purpose. Branches and fleet workers follow the run's config."""
+    fallback_model: str | None = None
+    """The model a step switches to when its own is overloaded or unavailable, for every step whose spec
+    names no fallback (and whose model is not this one)."""
     budget: float | None = None
     """A spend cap in dollars of each query of every step: a spec's own lower cap stays."""
     otlp: str | None = None
@@ -128,11 +131,15 @@ class RuntimeConfig:
         return replace(policy, window=window, at=at) if (window, at) != (policy.window, policy.at) else policy
 
     def apply(self, spec: AgentSpec) -> AgentSpec:
-        """`spec` under this config's model and budget: the model where the spec names none, the budget as
-        a cap (the lower of the spec's own and this one). `spec` itself is returned when nothing changes."""
+        """`spec` under this config's model, fallback model and budget: each model where the spec names none
+        (a fallback equal to the model in use is left out: the CLI refuses it), the budget as a cap (the lower
+        of the spec's own and this one). `spec` itself is returned when nothing changes."""
         changes: dict[str, Any] = {}
         if self.model is not None and spec.model is None:
             changes["model"] = self.model
+        model = changes.get("model", spec.model)
+        if self.fallback_model is not None and spec.fallback_model is None and self.fallback_model != model:
+            changes["fallback_model"] = self.fallback_model
         own = spec.max_budget_usd
         if self.budget is not None and (own is None or self.budget < own):
             changes["max_budget_usd"] = self.budget
@@ -192,6 +199,7 @@ class RuntimeOptions(TypedDict, total=False):
     env: Mapping[str, str] | None
     project: str | None
     model: str | None
+    fallback_model: str | None
     budget: float | None
     otlp: str | None
 
@@ -230,6 +238,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("run_dir", "FLOWER_RUN_DIR", str, "where manifest.json and sessions.db live"),
     Setting("store", "FLOWER_STORE", str, "session store: a postgresql:// DSN or a SQLite file"),
     Setting("model", "FLOWER_MODEL", str, "model id or alias for run and once"),
+    Setting("fallback_model", "FLOWER_FALLBACK_MODEL", str,
+            "model run and once switch to when the model is overloaded or unavailable"),
     Setting("budget", "FLOWER_BUDGET", float, "spend cap in dollars of each query of run and once"),
     Setting("window", "FLOWER_WINDOW", int, "context window in tokens (handoff threshold, report)"),
     Setting("handoff_at", "FLOWER_HANDOFF_AT", int,

@@ -165,7 +165,8 @@ class Runtime:
             context=meter.current,
             contexts=tuple(meter.per_message), retries=tuple(tally.retries), started=started, ended=_now(),
             duration=round(time.monotonic() - clock, 3), tool_errors=tally.tool_errors,
-            tool_error_samples=tuple(tally.tool_error_samples),
+            tool_error_samples=tuple(tally.tool_error_samples), usage=dict(tally.usage),
+            fallbacks=tuple(tally.fallbacks),
         )
         self._record(result, spec)
         emit(on_event, Event("step", name, payload={"phase": "end", "ok": result.ok, "cost_usd": result.cost_usd,
@@ -236,7 +237,8 @@ class Runtime:
         before = self.threshold(spec)
         self._model = model
         after = self.threshold(spec)
-        if spec.model and spec.model.lower() not in model.lower():
+        fallback = (spec.fallback_model or "").lower()
+        if spec.model and spec.model.lower() not in model.lower() and not (fallback and fallback in model.lower()):
             emit(on_event, Event("system", f"the model in use is {model}, not the spec's {spec.model}",
                                  payload={"subtype": "model_mismatch", "model": model, "spec_model": spec.model}))
         if after != before and after is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,11 @@ class StepResult:
     """Tool calls that came back as errors (refused, denied or failed), main thread and subagents."""
     tool_error_samples: tuple[str, ...] = ()
     """The last few of them, `tool: first line`."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """Tokens summed over every API message of the step, main thread and subagents, each message once
+    (`input_tokens`, `output_tokens`, `cache_read_input_tokens`, `cache_creation_input_tokens`)."""
+    fallbacks: tuple[dict[str, str], ...] = ()
+    """Each time the CLI switched to the spec's fallback model: `model`, `fallback_model`, `trigger`."""
 
 
 def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:

@@ -1,10 +1,12 @@
-"""A step's running totals over its sessions: cost, turns, errors, handoffs, retries, tool failures."""
+"""A step's running totals over its sessions: cost, tokens, turns, errors, handoffs, retries, tool failures,
+fallbacks."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from flower.agent.eventinfo import USAGE_KEYS, usage_of
 from flower.agent.events import Event
 from flower.runtime.outcome import Outcome
 
@@ -30,6 +32,11 @@ class Tally:
     tool_errors: int = 0
     tool_error_samples: list[str] = field(default_factory=list)
     calls: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
+    """Tokens of every API message seen (main thread and subagents), each message counted once."""
+    counted: set[str] = field(default_factory=set)
+    fallbacks: list[dict[str, str]] = field(default_factory=list)
+    """Each switch to the fallback model: `model`, `fallback_model`, `trigger`."""
 
     def add(self, outcome: Outcome) -> None:
         self.attempts += 1
@@ -40,7 +47,16 @@ class Tally:
         self.errors.extend(outcome.worker_errors)
 
     def observe(self, event: Event) -> None:
-        """Count failed tool calls (main thread and subagents), keeping the last few for the result."""
+        """Count tokens per API message and failed tool calls (main thread and subagents), keeping the last
+        few failures for the result, and note each switch to the fallback model."""
+        message_id = event.payload.get("message_id")
+        if isinstance(message_id, str) and message_id not in self.counted and "usage" in event.payload:
+            self.counted.add(message_id)
+            for key, value in usage_of(event.payload).items():
+                self.usage[key] += value
+        if event.kind == "system" and event.payload.get("subtype") == "model_fallback":
+            self.fallbacks.append({key: str(event.payload.get(key) or "")
+                                   for key in ("model", "fallback_model", "trigger")})
         if event.kind == "tool_call":
             self.calls[str(event.payload.get("id"))] = event.tool or "?"
         elif event.kind == "tool_result" and event.payload.get("is_error"):

@@ -95,7 +95,7 @@ def test_run_then_report_then_preview_then_resume(
     assert lines[0] == "= step e2e" and "* Bash cat README" in lines and "  Looking around." in lines
     assert "> dispatch worker: make data" in lines and "  | worker * Bash python3 -c \"print('y' * 6000)\"" in lines
     assert any(line.startswith("  | ~ spilled 6") and "/.flower/spill/" in line for line in lines)
-    assert "+ worker: make data returned" in "\n".join(lines) and "  all done" in lines
+    assert "+ worker: make data returned" in "\n".join(lines) and "all done" in lines  # the answer: whole, not indented
     summary = lines[-1]
     assert summary.startswith("+ done e2e | $") and "context 9.1K/750K" in summary
     assert f"run dir {runs}" in summary and "\x1b" not in ran.stdout  # not a terminal: plain lines

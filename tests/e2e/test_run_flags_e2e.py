@@ -1,7 +1,7 @@
-"""`flower run TARGET --model M --json --budget B --otlp URL -p P` on an AgentSpec and on a Workflow, through
+"""`flower run TARGET --model M --events --budget B --otlp URL -p P` on an AgentSpec and on a Workflow, through
 the real CLI and SDK against the scripted API (issue #25): the model reaches the API request, the budget
 reaches the Claude Code CLI (it stops the query past it), the spans reach an OTLP/HTTP receiver on 127.0.0.1,
-and the JSON lines carry the complete final text."""
+and the JSON lines carry the complete final text (`--events`; `--json` is one object, test_run_output_e2e)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def json_lines(result: Result) -> list[dict[str, Any]]:
 def test_an_agent_spec_with_every_flag(scripted_api: ScriptedAPI, tmp_path: Path, receiver: OtlpReceiver) -> None:
     scripted_api.script([text(LONG)])
     env = scripted_api.cli_env(tmp_path / "home")
-    result = flower_run(env, tmp_path, "lead", "--model", MODEL, "--json", "--budget", "5", "--otlp", receiver.url,
+    result = flower_run(env, tmp_path, "lead", "--model", MODEL, "--events", "--budget", "5", "--otlp", receiver.url,
                         "-p", "answer at length")
     assert result.exit_code == 0, result.output
     lines = json_lines(result)
@@ -79,7 +79,7 @@ def test_a_workflow_with_every_flag(scripted_api: ScriptedAPI, tmp_path: Path, r
     """On a Workflow, --model is the model of each step whose spec names none; the pinned step keeps its own."""
     scripted_api.script([text(LONG), text("checked: " + LONG)])
     env = scripted_api.cli_env(tmp_path / "home")
-    result = flower_run(env, tmp_path, "flow", "--model", MODEL, "--json", "--budget", "5", "--otlp", receiver.url,
+    result = flower_run(env, tmp_path, "flow", "--model", MODEL, "--events", "--budget", "5", "--otlp", receiver.url,
                         "-p", "unused by a workflow")
     assert result.exit_code == 0, result.output
     lines = json_lines(result)
@@ -100,7 +100,7 @@ def test_the_budget_reaches_the_claude_code_cli(scripted_api: ScriptedAPI, tmp_p
     and the spans of the failed run are still exported."""
     scripted_api.handler = lambda request: tool_use("Read", {"file_path": "x"}, usage=Usage(input_tokens=200_000))
     env = scripted_api.cli_env(tmp_path / "home")
-    result = flower_run(env, tmp_path, target, "--model", MODEL, "--json", "--budget", "0.25", "--otlp",
+    result = flower_run(env, tmp_path, target, "--model", MODEL, "--events", "--budget", "0.25", "--otlp",
                         receiver.url, "-p", "read forever")
     assert result.exit_code == 1, result.output
     assert "Reached maximum budget ($0.25)" in result.stderr and len(result.stderr.strip().splitlines()) == 1

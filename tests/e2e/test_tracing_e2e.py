@@ -117,7 +117,7 @@ async def test_tracing_is_off_without_a_provider() -> None:
 
 
 def test_cli_otlp_exports_the_runs_spans(scripted_api: Any, tmp_path: Path) -> None:
-    """`flower once --otlp URL --json`: the spans reach an OTLP/HTTP collector; events print as JSON lines."""
+    """`flower once --otlp URL --events`: the spans reach an OTLP/HTTP collector; events print as JSON lines."""
     import json
 
     from click.testing import CliRunner
@@ -133,7 +133,7 @@ def test_cli_otlp_exports_the_runs_spans(scripted_api: Any, tmp_path: Path) -> N
     try:
         env = scripted_api.cli_env(tmp_path / "home")
         result = CliRunner().invoke(cli, ["once", "read a.txt", "-w", str(tmp_path / "ws"), "-r",
-                                          str(tmp_path / "runs"), "--otlp", collector.url, "--json"],
+                                          str(tmp_path / "runs"), "--otlp", collector.url, "--events"],
                                     env=env, catch_exceptions=False)
     finally:
         collector.stop()

@@ -43,6 +43,7 @@ def test_coordinator_names_the_worker_and_what_was_expected() -> None:
     ("leads", "w", "leads must be a list"),
     ("glance", "yes", "glance must be True or False"),
     ("model", 5, "model must be a model id"),
+    ("fallback_model", ["m"], "fallback_model must be a model id"),
 ])
 def test_spec_fields_are_checked_and_named(field: str, value: Any, words: str) -> None:
     with pytest.raises(ConfigError, match=f"AgentSpec 'solo': {words}"):

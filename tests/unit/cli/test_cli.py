@@ -347,7 +347,7 @@ def test_live_view_on_a_pipe_appends_plain_lines() -> None:
         "  | worker * Bash pytest -q",  # a subagent's line names its worker
     ]
     assert "  | ~ spilled 6000 chars to /ws/.flower/spill/ab.txt" in lines
-    assert "  main says [bold]hi[/bold]" in lines
+    assert "main says [bold]hi[/bold]" in lines  # the answer (a result follows it): whole, not indented
     status = [line for line in lines if line.startswith("- context")]
     assert status == [status[0]] and status[0].startswith("- context 84K / 150K [###########---------] 56%")
 

@@ -64,3 +64,47 @@ def test_a_new_process_after_a_retry_starts_a_new_total() -> None:
     live.update(Event("retry", "x", payload={"kind": "transient", "attempt": 2, "max_attempts": 6}))
     live.update(Event("result", "", payload={"session_id": "s1", "cost_usd": 0.4, "turns": 1}))  # resumed
     assert round(live.cost, 6) == 0.8
+
+
+LONG_ANSWER = "\n".join(f"answer line {n}" for n in range(40))
+
+
+def test_prose_on_the_way_is_cut_with_a_hint_and_the_answer_is_printed_whole() -> None:
+    """Issue #28 item 5: main-thread prose that a tool call follows is cut to 6 lines and says so; the prose a
+    result follows is the answer, printed whole and unindented, in a pipe as on a terminal."""
+    live, sink = view()
+    live.update(Event("text", LONG_ANSWER, payload={"agent": "main"}))
+    live.update(Event("tool_call", "", "Read", {"agent": "main", "id": "r1", "input": {"file_path": "a"}}))
+    live.update(Event("text", "sub prose is never shown", payload={"agent": "t9"}))
+    live.update(Event("text", LONG_ANSWER, payload={"agent": "main"}))
+    live.update(Event("result", "ok", payload={"cost_usd": 0.1, "turns": 2}))
+    lines = sink.getvalue().splitlines()
+    cut = lines.index("  ... (34 more lines; the final answer is printed whole)")
+    assert lines[:cut] == [f"  answer line {n}" for n in range(6)]
+    assert lines[cut + 1].startswith("- context") and lines[cut + 2] == "* Read a"  # a status line in a pipe
+    start = lines.index("answer line 0")
+    assert lines[start:start + 40] == LONG_ANSWER.splitlines()
+    assert "sub prose is never shown" not in sink.getvalue()
+
+
+def test_prose_still_held_when_the_view_closes_is_printed_whole() -> None:
+    sink = io.StringIO()
+    with LiveView(threshold=1000, file=sink, live=False, clock=lambda: 0.0) as live:
+        live.update(Event("text", LONG_ANSWER, payload={"agent": "main"}))
+    assert sink.getvalue().splitlines()[:40] == LONG_ANSWER.splitlines()
+
+
+def test_a_switch_to_the_fallback_model_is_one_line() -> None:
+    from claude_agent_sdk import SystemMessage
+
+    from flower.agent.events import to_events
+
+    live, sink = view()
+    data = {"type": "system", "subtype": "model_fallback", "trigger": "overloaded", "original_model": "opus-x",
+            "fallback_model": "sonnet-y", "content": "Switched", "session_id": "s1"}
+    [event] = to_events(SystemMessage(subtype="model_fallback", data=data))
+    assert (event.kind, event.payload["subtype"], event.payload["model"], event.payload["fallback_model"],
+            event.payload["trigger"]) == ("system", "model_fallback", "opus-x", "sonnet-y", "overloaded")
+    live.update(event)
+    assert sink.getvalue().splitlines() == [
+        "! model opus-x failed (overloaded): this turn runs on the fallback sonnet-y"]

@@ -27,7 +27,7 @@ TUNED = RuntimeConfig(
     handoff=HandoffPolicy(headroom=5_000, max_generations=4), window=200_000, handoff_at=30_000,
     refresh=RefreshPolicy(min_tokens=2_000, share=0.5), resilience=RetryPolicy(max_attempts=2, base=0.1),
     portable=False, placement="system", env={"ANTHROPIC_MODEL": "claude-haiku-4-5"}, project="fleet",
-    model="claude-haiku-4-5", budget=1.5, otlp="http://127.0.0.1:4318",
+    model="claude-haiku-4-5", fallback_model="claude-sonnet-4-5", budget=1.5, otlp="http://127.0.0.1:4318",
 )
 
 
@@ -225,3 +225,21 @@ def test_a_pyproject_whose_tool_is_not_a_table_is_one_config_error(tmp_path: Pat
     (tmp_path / "pyproject.toml").write_text("tool = 1\n")
     with pytest.raises(ConfigError, match=r"\[tool\] must be a table"):
         find_config(tmp_path)
+
+
+def test_the_fallback_model_is_one_setting_applied_like_the_model(tmp_path: Path) -> None:
+    """Issue #28 item 3: flag > FLOWER_FALLBACK_MODEL > flower.toml; applied to a spec that names no fallback,
+    left out where it is the model the spec runs on (the CLI refuses a fallback equal to the model)."""
+    (tmp_path / "flower.toml").write_text('fallback_model = "from-file"\n')
+    assert resolve_config({}, env={}, start=tmp_path).config.fallback_model == "from-file"
+    from_env = resolve_config({}, env={"FLOWER_FALLBACK_MODEL": "from-env"}, start=tmp_path)
+    assert from_env.config.fallback_model == "from-env"
+    assert from_env.sources["fallback_model"] == "env FLOWER_FALLBACK_MODEL"
+    assert resolve_config({"fallback_model": "flag"}, env={"FLOWER_FALLBACK_MODEL": "e"},
+                          start=tmp_path).config.fallback_model == "flag"
+    config = RuntimeConfig(model="opus", fallback_model="sonnet")
+    assert (config.apply(PLAIN).model, config.apply(PLAIN).fallback_model) == ("opus", "sonnet")
+    assert config.apply(replace(PLAIN, fallback_model="haiku")).fallback_model == "haiku"  # the spec's own stays
+    assert config.apply(replace(PLAIN, model="sonnet")).fallback_model is None  # not the model it runs on
+    with pytest.raises(ConfigError, match="fallback_model is the same as model"):
+        AgentSpec(name="x", instructions="", model="m", fallback_model="m")
