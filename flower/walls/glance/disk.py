@@ -39,6 +39,8 @@ class Found:
     """Per git command: where its pins go, (position, flags) for its subcommand, its `-C` values."""
     programs: list[str] = field(default_factory=list)
     """The program of each simple command, in order."""
+    inserts: list[tuple[int, str]] = field(default_factory=list)
+    """Flags the wall inserts at a position of the command (`lsof -n`: no host name lookups)."""
 
 
 _MAX_DISK_CHECKS = 256

@@ -76,7 +76,7 @@ from flower.walls.glance.options import Refusal as _Refuse
 from flower.walls.glance.options import literal as _literal
 from flower.walls.glance.options import reason as _reason
 from flower.walls.glance.paths import device_word, inet_word, root_word
-from flower.walls.glance.rules import COMMANDS, check_widths, option_values, reads_stdin
+from flower.walls.glance.rules import COMMANDS, NUMERIC_HOSTS, check_widths, option_values, reads_stdin
 from flower.walls.glance.words import GAP as _GAP
 from flower.walls.glance.words import KINDS as _KINDS
 from flower.walls.glance.words import word as _word
@@ -100,6 +100,8 @@ MAX_COMMAND_CHARS = 2000
 # --- command lines -----------------------------------------------------------------------------
 
 _BANNED_LONG = ("--output", "--force")
+_COLUMNS = frozenset({("df", "--output")})
+"""Where `--output` names the columns to print, not a file to write (`df --output=source,avail`)."""
 
 
 def _harden(rule: Rule, anchor: int, harden: list[tuple[int, str]]) -> None:
@@ -165,11 +167,13 @@ def _judge_command(node: object, src: str, found: _Found, piped: bool = False) -
         raise _Refuse("command", head.value)
     rule = COMMANDS[head.value]
     found.programs.append(head.value)
+    if head.value in NUMERIC_HOSTS:
+        found.inserts.append((head.end, NUMERIC_HOSTS[head.value]))
     blind = rule.flags is None and rule.words is None and not rule.reads
     first_path = len(found.paths)
     for word in words[1:]:
         flag = word.value.partition("=")[0]
-        if word.literal and (flag.startswith(_BANNED_LONG) or flag == "--hard"):
+        if word.literal and (flag.startswith(_BANNED_LONG) or flag == "--hard") and (head.value, flag) not in _COLUMNS:
             raise _Refuse("word", flag)
         if inet_word(word.value):
             raise _Refuse("network", f"{head.value} {word.value}")
@@ -370,11 +374,12 @@ def programs(command: str) -> list[str]:
 def harden_git(command: str, pins: Callable[[str], str] = lambda directory: "") -> str:
     """`command` (a glance) with every git command's repository programs pinned off: `GIT_PINS` and
     `pins(directory)` (the filter drivers of the repository git will open) after `git`, and the
-    subcommand's `--no-ext-diff --no-textconv` / `--no-filters` after the subcommand."""
+    subcommand's `--no-ext-diff --no-textconv` / `--no-filters` after the subcommand; and `-n` after
+    lsof and netstat (`NUMERIC_HOSTS`), which would otherwise look up every address's host name."""
     reason, found = _analyse(command)
-    if reason is not None or not found.gits:
+    if reason is not None or not (found.gits or found.inserts):
         return command
-    edits: list[tuple[int, str]] = []
+    edits: list[tuple[int, str]] = [(position, " " + flag) for position, flag in found.inserts]
     for head_end, harden, dirs in found.gits:
         extra = pins(os.path.join(".", *dirs))
         edits.append((head_end, " " + GIT_PINS + (" " + extra if extra else "")))

@@ -75,15 +75,19 @@ def device_word(value: str, literal: bool = True) -> bool:
     return False
 
 
+_ABOVE_DEVICES = frozenset(("/", "/sys", "/sys/kernel"))
+
+
 def root_word(value: str) -> bool:
-    """Whether a word names the root directory: a reader recursing from it walks /proc and /dev
-    (`grep -r x /` blocks on /proc/kmsg)."""
+    """Whether a word names the root directory or a folder above `/sys/kernel/tracing`: a reader recursing
+    from it walks /proc, /dev or the trace pipes (`grep -r x /` blocks on /proc/kmsg, `grep -r x /sys`
+    on trace_pipe)."""
     if value[:1] == "~":  # bash turns `~/..` into the home folder's parent (`/` for root's `/root`)
         value = os.path.expanduser(value)
         if value[:1] == "~" or ".." in value.split("/"):
             return True  # a home we cannot resolve, or one climbed out of: refuse rather than guess
     text = _collapse(value)
-    return text.startswith("/") and os.path.normpath(text) == "/"
+    return text.startswith("/") and os.path.normpath(text) in _ABOVE_DEVICES
 
 
 def special_file(path: str, cwd: str | os.PathLike[str]) -> bool:

@@ -35,7 +35,7 @@ from flower.walls.glance.paths import numeric_local
 from flower.walls.glance.sed import check_sed, sed_script_ok
 
 __all__ = [
-    "COMMANDS", "MAX_WIDTH", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "check_widths", "literal",
+    "COMMANDS", "MAX_WIDTH", "NUMERIC_HOSTS", "Args", "Refusal", "Rule", "Word", "awk_program_ok", "check_widths", "literal",
     "option_values", "reads_stdin", "sed_script_ok",
 ]
 
@@ -94,6 +94,8 @@ def _find_words(name: str, words: list[Word]) -> None:
         if token in _FIND_NOARG:
             continue
         if (token in _FIND_ONEARG or _FIND_NEWER_XY.fullmatch(token)) and i < len(values):
+            if token in ("-user", "-group"):
+                _numeric_ids(name, token, values[i])
             i += 1
             continue
         raise Refusal("flag", f"find {token}")
@@ -337,10 +339,8 @@ def reads_stdin(name: str, words: list[Word], readings: list[Args]) -> None:
             if args.has("-n", "--null-input") and not (files or re.search(r"\binputs?\b", program_of(args))):
                 continue  # with -n only `input`/`inputs` read
         elif name == "rg":
-            if args.has("--files", "--type-list"):
-                continue
-            if not args.has("-e", "--regexp", "-f", "--file"):
-                files = files[1:]  # without a path rg searches stdin when stdin is not a terminal
+            # Without a path rg searches the working directory: the Bash tool's stdin is not a file or pipe.
+            continue
         if not files or any(w.value == "-" for w in files):
             raise Refusal("stdin", what)
 
@@ -405,6 +405,64 @@ def _check_ss(args: Args) -> None:
             raise Refusal("network", f"ss {value} (only numeric local addresses)")
 
 
+def _numeric_ids(name: str, flag: str, value: str) -> None:
+    """A user or group list must be ids: a name is asked of the user database (NSS: LDAP, SSSD ...)."""
+    if not all(part.isdigit() for part in value.split(",")):
+        raise Refusal("network", f"{name} {flag} {value} (numeric ids only: a name is looked up)")
+
+
+_PS_IDS = ("-u", "-U", "-g", "-G", "--user", "--User", "--group", "--Group", "U")
+
+
+def _check_ps(args: Args) -> None:
+    words = [literal(w, "ps") if w.literal else w.value for w in args.operands]
+    for k, value in enumerate(words):
+        flag, eq, attached = value.partition("=")
+        if value in _PS_IDS and k + 1 < len(words):
+            _numeric_ids("ps", value, words[k + 1])
+        elif eq and flag in _PS_IDS:
+            _numeric_ids("ps", flag, attached)
+        elif value[:2] in ("-u", "-U", "-g", "-G") and len(value) > 2 and value[1] != "-":
+            _numeric_ids("ps", value[:2], value[2:])
+
+
+def _check_pgrep(args: Args) -> None:
+    for flag in ("-u", "--euid", "-U", "--uid", "-G", "--group"):
+        for value in args.values(flag):
+            _numeric_ids("pgrep", flag, value)
+
+
+def _check_date_value(args: Args) -> None:
+    _check_date(args)
+    for value in args.values("-d", "--date"):
+        if "TZ=" in value:
+            raise Refusal("device", f"date -d {value} (TZ= names a file date opens)")
+
+
+def _check_version(args: Args) -> None:
+    if not args.has("-V", "--version"):
+        raise Refusal("flag", f"{args.name} (only --version)")
+
+
+def _check_tar(args: Args) -> None:
+    if not args.has("-t", "--list"):
+        raise Refusal("flag", "tar without -t (only listing is a glance)")
+    archives = args.values("-f", "--file")
+    if not archives:
+        raise Refusal("stdin", "tar without -f (it would read the tape device or stdin)")
+    for archive in archives:
+        if ":" in archive:
+            raise Refusal("network", f"tar -f {archive} (a host: prefix runs rsh)")
+
+
+def _check_diff(args: Args) -> None:
+    flags = {flag for flag, _ in _blind_walk("diff", args.operands)[0]}
+    recursive = "-r" in flags or any(f.startswith("--rec") for f in flags)
+    if recursive and not any(f.startswith("--no-d") for f in flags):
+        # diff -r follows the symlinks it meets (a committed `p -> /proc/self`): --no-dereference compares links.
+        raise Refusal("flag", "diff -r without --no-dereference (it follows symlinks)")
+
+
 # --- the table ------------------------------------------------------------------------------------
 # Flag syntax: `-x` no value, `-x=` a required value, `-x=?` an optional attached value, `--x==` two words.
 
@@ -420,6 +478,10 @@ _DOCKER_IMAGES = Rule("-a --all -q --quiet --digests --no-trunc --format= -f= --
 # No --kubeconfig: a kubeconfig can name an `exec` credential plugin, so choosing the file runs a program.
 _KUBECTL = "-n= --namespace= --context= --cluster="
 
+NUMERIC_HOSTS = {"lsof": "-n", "netstat": "-n"}
+"""Commands that look up the host name of every address they print unless told not to: the wall runs them
+with this flag inserted after the name (`harden_git`), so no listing sends a reverse DNS query."""
+
 _BLIND = Rule(None)
 _READS = Rule(None, reads=True)
 _SUMS = Rule("-b --binary -t --text -z --zero --tag -l= --length=", reads=True)  # no -c: names come from a file
@@ -428,10 +490,12 @@ _TABLE: dict[str, Rule] = {
     # Argument-blind: no option or operand of these writes, runs a program or never ends (devices are
     # refused everywhere by the judge; `reads` commands open their operands, so `$NAME` is refused there).
     **{name: _BLIND for name in (
-        "ls stat du df ps pwd whoami id uname arch nproc locale getconf uptime whereis printenv echo true"
+        "ls stat du df pwd whoami uname arch nproc locale getconf uptime whereis printenv echo true"
         " false basename dirname realpath readlink sw_vers"
     ).split()},
-    **{name: _READS for name in "cat head diff cmp comm cut column nl rev tr paste".split()},
+    "ps": Rule(None, check=_check_ps),
+    **{name: _READS for name in "cat head cmp comm cut column nl rev tr paste".split()},
+    "diff": Rule(None, reads=True, check=_check_diff),
     **{name: _GREP for name in "grep egrep fgrep".split()},
     **{name: _SUMS for name in "md5sum sha1sum sha256sum sha512sum b2sum".split()},
     "cksum": Rule("--tag --raw --untagged -a= --algorithm= -l= --length= -z --zero --base64", reads=True),
@@ -454,14 +518,22 @@ _TABLE: dict[str, Rule] = {
         " --args --jsonargs",
         order="permute", getopt=False, reads=True, check=_check_jq,
     ),
-    "hostname": Rule(
-        "-a --alias -A --all-fqdns -d --domain -f --fqdn --long -i --ip-address -I --all-ip-addresses"
-        " -s --short -y --yp --nis -V --version -h --help", 0,
+    # No -a, -A, -d, -f, -i, -y and their long names: each looks the name up (DNS, NIS).
+    "hostname": Rule("-I --all-ip-addresses -s --short -V --version -h --help", 0),
+    "id": Rule("-u --user -g --group -G --groups -n --name -r --real -z --zero -Z --context -a --help --version", 0),
+    # Only the version: `python3` alone would import site (and its .pth files) and read stdin.
+    **{name: Rule("-V --version", 0, check=_check_version) for name in ("python3", "python")},
+    # Listing only: -t and an archive file that names no remote host (`host:file` runs rsh); no -I, -F,
+    # --to-command or --checkpoint-action (they run programs), no -x.
+    "tar": Rule(
+        "-t --list -v --verbose -z --gzip --gunzip -j --bzip2 -J --xz --zstd -f= --file= --numeric-owner"
+        " --utc --full-time -w",
+        check=lambda args: _check_tar(args),
     ),
     "date": Rule(
-        "-d= --date= -f= --file= -I=? --iso-8601=? -r= --reference= -R --rfc-email --rfc-3339= -u"
+        "-d= --date= -I=? --iso-8601=? -r= --reference= -R --rfc-email --rfc-3339= -u"
         " --utc --universal --debug --resolution",
-        1, check=_check_date,
+        1, check=_check_date_value,
     ),
     "tail": Rule(
         "-n= --lines= -c= --bytes= -q --quiet --silent -v --verbose -z --zero-terminated",
@@ -525,7 +597,8 @@ _TABLE: dict[str, Rule] = {
         "-l --list-name -a --list-full -f --full -x --exact -n --newest -o --oldest -c --count -d="
         " --delimiter= -i --ignore-case -v --inverse -w --lightweight -u= --euid= -U= --uid= -g="
         " --pgroup= -G= --group= -P= --parent= -s= --session= -t= --terminal= -r= --runstates= -A"
-        " --ignore-ancestors -O= --older= --ns= --nslist= -F= --pidfile= --env= --cgroup="
+        " --ignore-ancestors -O= --older= --ns= --nslist= -F= --pidfile= --env= --cgroup=",
+        check=_check_pgrep,
     ),
     "lsof": Rule(
         "-a -b -c= -d= -g=? -i=? -l -n -N -O -P -p= -R -s=? -t -u= -U -V -w -x=? -F=? -K=? -M -S=? -T=?"
@@ -533,7 +606,7 @@ _TABLE: dict[str, Rule] = {
         plus="+D= +d=", order="stop", optional_next=True, check=_check_lsof,
     ),
     "ss": Rule(
-        "-a --all -l --listening -t --tcp -u --udp -x --unix -w --raw -n --numeric -r --resolve -p"
+        "-a --all -l --listening -t --tcp -u --udp -x --unix -w --raw -n --numeric -p"
         " --processes -e --extended -m --memory -o --options -i --info -s --summary -4 --ipv4 -6 --ipv6"
         " -0 --packet -H --no-header -O --oneline -Z --context -z --contexts -b --bpf -M --mptcp -S"
         " --sctp --tipc -f= --family= -A= --query= --socket=",

@@ -391,7 +391,7 @@ async def test_attached_option_values_and_git_dash_c_paths_are_looked_up_on_disk
     (tmp_path / "a" / "zz").symlink_to("/dev/zero")
     guard = delegate_guard(allow_glance=True)
     for command in ("grep -fz x plain", "du -Xz .", "git diff -Oz HEAD~0", "git blame -Sz plain",
-                    "date -fz", "file -mz plain", "git -C a hash-object zz", "git -C a grep -f zz"):
+                    "tar -tf z", "file -mz plain", "git -C a hash-object zz", "git -C a grep -f zz"):
         data = main_call("Bash", command=command)
         data["cwd"] = str(tmp_path)
         assert "device, pipe or socket" in (denial(await decide(guard, data)) or ""), command
