@@ -9,8 +9,9 @@ Invariants:
 - Only the main thread counts: the context of a main-thread API message is input + cache read + cache
   creation tokens, and each API message is counted once however many SDK messages carry it.
 - Threshold = window - 25% of the window unless `headroom` is given (so any window works, 40k as well
-  as 1M); a warning min(20k, headroom) earlier; `at` lowers it to a fixed token
-  count (a cost-driven threshold), never above the window's.
+  as 1M); a warning min(20k, headroom) earlier; `at` lowers it to a fixed token count, and by default
+  the cost-driven threshold of `flower.runtime.economics` lowers it further, per generation (from the
+  generation's start and growth), never above the window's or `at`'s.
 - The window comes from `HandoffPolicy.window` (the runtime's config fills it from its `window` setting),
   else the model the session reports,
   else the spec's model, else `ANTHROPIC_MODEL`, each by its name, else 1M (the bundled CLI's default
@@ -38,6 +39,7 @@ from flower import texts
 from flower.agent.compact import CompactMode, CompactPolicy
 from flower.agent.usage import message_context
 from flower.errors import ConfigError
+from flower.runtime.economics import Prices, cost_threshold, request_cost
 from flower.util.confined import Confined
 from flower.util.sections import parse_sections
 
@@ -83,8 +85,14 @@ class HandoffPolicy:
     max_generations: int = DEFAULT_MAX_GENERATIONS
     """More generations than this in one step stop the step; the last handoff is saved to continue from."""
     at: int | None = None
-    """A cost-driven threshold: hand off once the main context reaches this many tokens, even far below the
-    window (never later than the window's own threshold). None: only the window decides."""
+    """A fixed threshold: hand off once the main context reaches this many tokens, even far below the
+    window (never later than the window's own threshold). None: no fixed one."""
+    auto: bool = True
+    """The cost-driven threshold (`flower.runtime.economics`): hand off where carrying the context on would
+    cost more than a handoff, from where the generation started and how fast it grows (never later than the
+    window's or `at`'s threshold). False: only the window and `at` decide."""
+    min_turns: int = 30
+    """The shortest generation the cost-driven threshold makes (a shorter one would lose recall)."""
 
     def __post_init__(self) -> None:
         if self.window is not None and self.window <= 0:
@@ -95,6 +103,8 @@ class HandoffPolicy:
             raise ConfigError("HandoffPolicy max_generations must be at least 1")
         if self.at is not None and self.at <= 0:
             raise ConfigError(f"HandoffPolicy at must be a positive token count, not {self.at}")
+        if self.min_turns < 1:
+            raise ConfigError(f"HandoffPolicy min_turns must be at least 1, not {self.min_turns}")
 
     def resolve_window(
         self, model: str | None = None, *, reported: str | None = None, env_model: str | None = None,
@@ -136,7 +146,25 @@ class ContextMeter:
     """Context of each distinct main-thread API message, in order."""
     warned: bool = False
     """The near-threshold warning was given."""
+    generation_start: int = 0
+    """Index in `per_message` of the current generation's first message."""
+    first_request: float = 0.0
+    """The input cost of the current generation's first message (input-token equivalents, `economics`)."""
+    model: str | None = None
+    prices: Prices = field(default_factory=Prices)
+    """The prices of `model`, the model in use (the session sets both from each reply)."""
+    announced: int | None = None
+    """The cost-driven threshold last announced for this generation."""
     _seen: set[str] = field(default_factory=set)
+
+    def new_generation(self) -> None:
+        """The next message starts a generation: its own start, first request and growth."""
+        self.generation_start, self.announced, self.warned = len(self.per_message), None, False
+
+    def cost_threshold(self, min_turns: int) -> int | None:
+        """The current generation's cost-driven threshold (`economics.cost_threshold`), or None yet."""
+        return cost_threshold(self.per_message[self.generation_start :], self.first_request, self.prices,
+                              min_turns=min_turns)
 
     def observe(self, message_id: str | None, usage: Mapping[str, Any] | None) -> bool:
         """Record a main-thread assistant message; False when it was already counted or has no usage."""
@@ -145,6 +173,8 @@ class ContextMeter:
             return False
         if message_id is not None:
             self._seen.add(message_id)
+        if len(self.per_message) == self.generation_start:
+            self.first_request = request_cost(usage or {}, self.prices)
         self.per_message.append(size)
         return True
 

@@ -127,6 +127,7 @@ def _next_generation(runtime: Host, step: Step, move: Move, session: str | None)
         "generation": generation, "path": str(path), "retired": session, "degraded": bool(move.degraded),
         "reason": move.degraded}))
     tally.next_refresh = 0  # the waiting was for the retired session's context, not this one's
+    step.meter.new_generation()
     body = texts.HANDOFF_CONTINUE.format(generation=generation, path=path, handoff=move.handoff.strip())
     return runtime._first_message(body)
 

@@ -46,6 +46,7 @@ from flower import texts
 from flower.agent.events import Event, emit, to_events
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
 from flower.runtime.control import Tasks
+from flower.runtime.economics import Prices
 from flower.runtime.handoff import degraded_handoff, parse_handoff
 from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome, outcome_kind
@@ -190,7 +191,10 @@ class Session:
         if msg.parent_tool_use_id is not None or msg.model == "<synthetic>":
             return
         self.runtime._use_model(self.step.spec, msg.model, self.step.on_event)
-        if self.step.meter.observe(msg.message_id, msg.usage) and generations:
+        meter = self.step.meter
+        if msg.model != meter.model:
+            meter.model, meter.prices = msg.model, Prices.of(msg.model)  # the cost model prices what runs
+        if meter.observe(msg.message_id, msg.usage) and generations:
             self._watch()
         for block in msg.content:
             if isinstance(block, ToolUseBlock):
@@ -247,6 +251,10 @@ class Session:
         assert runtime.handoff is not None
         threshold = runtime.threshold(spec) or 0
         warning = runtime.handoff.warning(spec.model, **runtime._window_facts())
+        cost = meter.cost_threshold(runtime.handoff.min_turns) if runtime.handoff.auto else None
+        if cost is not None and cost < threshold:
+            self._announce(cost)
+            threshold, warning = cost, cost  # no warning: a cost-driven handoff is routine, not a squeeze
         if meter.current >= threshold:
             self.crossed = True
         elif meter.current >= warning and not meter.warned:
@@ -255,6 +263,20 @@ class Session:
                 "system", f"main-thread context {meter.current:,} tokens: within {threshold - warning:,} of the "
                           f"handoff threshold {threshold:,}",
                 payload={"subtype": "context_warning", "context": meter.current, "threshold": threshold}))
+
+    def _announce(self, threshold: int) -> None:
+        """Say the cost-driven threshold once per generation, and again when it moved by a tenth."""
+        meter = self.step.meter
+        if meter.announced is not None and abs(threshold - meter.announced) < meter.announced / 10:
+            return
+        meter.announced = threshold
+        contexts = meter.per_message[meter.generation_start :]
+        growth = (contexts[-1] - contexts[0]) // max(len(contexts) - 1, 1)
+        emit(self.step.on_event, Event(
+            "system", f"handoff threshold {threshold:,} tokens (cost-driven: this generation started at "
+                      f"{contexts[0]:,} and grows {growth:,} a turn)",
+            payload={"subtype": "threshold", "threshold": threshold, "start": contexts[0], "growth": growth,
+                     "cost_driven": True}))
 
     def _worker_cut_off(self, call: str, content: Any, parent: str | None) -> None:
         """A worker cut off by an API failure past the CLI's retries ends its Agent call with an error

@@ -84,7 +84,8 @@ def test_to_dict_and_from_dict_round_trip_through_json(config: RuntimeConfig) ->
 
 def test_policies_are_plain_data() -> None:
     data = TUNED.to_dict()
-    assert data["handoff"] == {"window": None, "headroom": 5_000, "max_generations": 4, "at": None}
+    assert data["handoff"] == {"window": None, "headroom": 5_000, "max_generations": 4, "at": None,
+                               "auto": True, "min_turns": 30}
     assert data["ephemeral"] == {"keep_recent": 2, "predicate": None, "reads": False}
     assert data["resilience"]["max_attempts"] == 2 and data["workbench"] is False
     with pytest.raises(ConfigError, match="unknown runtime setting 'colour'"):
