@@ -61,6 +61,18 @@ def _open(run: str, store: str | None, schema: str) -> tuple[Mailbox, str | None
     return open_mailbox(folder), None
 
 
+def _text(words: tuple[str, ...] | list[str], what: str) -> str:
+    """The words as one text; bytes that are not UTF-8 (a shell on another locale) are refused in one line."""
+    text = " ".join(words).strip()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start:exc.end].encode("utf-8", "surrogateescape")
+        raise ConfigError(f"the {what} is not valid UTF-8 (bytes {bad!r} at character {exc.start}); "
+                          "give it as UTF-8 text") from None
+    return text
+
+
 def _latest_run(mailbox: Mailbox) -> str:
     """The run of a run dir that last wrote to its mailbox (it attached its channel, asked, settled or
     received), else everyone: a later run (after `flower go --new`) must not get the old run's mail as new."""
@@ -130,7 +142,7 @@ def asks(run: str, store: str | None, schema: str, as_json: bool) -> None:
 def answer(run: str, words: tuple[str, ...], decline: bool, store: str | None, schema: str) -> None:
     """Answer a waiting question (the oldest, unless QID like q3 is given)."""
     qid = words[0] if _QID.fullmatch(words[0]) and (len(words) > 1 or decline) else None
-    text = " ".join(words[1:] if qid else words).strip()
+    text = _text(words[1:] if qid else words, "answer")
     if not text and not decline:
         raise ConfigError("the answer is empty")
     mailbox, key = _open(run, store, schema)
@@ -156,7 +168,7 @@ def answer(run: str, words: tuple[str, ...], decline: bool, store: str | None, s
 @schema_option
 def say(run: str, words: tuple[str, ...], store: str | None, schema: str) -> None:
     """Send a message to a running agent: its next inbox call delivers it, and it is added to the brief."""
-    text = " ".join(words).strip()
+    text = _text(words, "message")
     if not text:
         raise ConfigError("the message is empty")
     mailbox, key = _open(run, store, schema)

@@ -3,7 +3,8 @@
 A run's channel and the `flower asks / answer / say` commands share one append-only table of *letters* in
 the run's durable home: `human.db` in its run dir (SQLite; the session store's own file refuses foreign
 tables) or the run's PostgreSQL database. A letter is never changed or deleted (P-3); the state of a question is derived from the letters
-(a `question` without a `settled` letter is pending).
+(a `question` without a `settled` letter is pending). A `human.db` that holds tables of another program is
+refused, never written to.
 
 Why not DBOS messaging: `DBOS.recv` may only be called from a DBOS workflow, and a channel serves any run,
 including a plain `Runtime.run` that no workflow wraps; the letters need nothing but the store's database.
@@ -118,6 +119,8 @@ def _check_kind(kind: str) -> None:
         raise ConfigError(f"unknown letter kind {kind!r}; expected one of {', '.join(KINDS)}")
 
 
+_OWN_TABLES = frozenset({"human_letters", "sqlite_sequence"})
+"""The tables a mailbox file holds (sqlite_sequence is SQLite's, for AUTOINCREMENT)."""
 _FIRST_SETTLING = ("SELECT id, run, kind, ref, body, meta, at FROM {table} WHERE run = {mark} AND ref = {mark} "
                    "AND kind IN ({mark}, {mark}, {mark}) ORDER BY id LIMIT 1")
 
@@ -141,6 +144,7 @@ class SqliteMailbox:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+            self._refuse_foreign()
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS human_letters (id INTEGER PRIMARY KEY AUTOINCREMENT, run TEXT NOT NULL, "
@@ -151,6 +155,19 @@ class SqliteMailbox:
 
     def __repr__(self) -> str:
         return f"SqliteMailbox({str(self.path)!r})"
+
+    def _refuse_foreign(self) -> None:
+        """An SQLite file with tables of its own (another program's `human.db`) is not written to at all."""
+        try:
+            tables = {name for (name,) in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error:
+            self._conn.close()
+            raise
+        if tables - _OWN_TABLES:
+            self._conn.close()
+            shown = ", ".join(sorted(tables - _OWN_TABLES)[:5])
+            raise StoreError(f"{self.path} is an SQLite database of something else (tables: {shown}), not a flower "
+                             "mailbox: refusing to add to it (move it away, or use another run dir)")
 
     def post(self, run: str, kind: LetterKind, body: str, *, ref: str = "", meta: dict[str, Any] | None = None) -> int:
         _check_kind(kind)

@@ -1,0 +1,113 @@
+"""Error paths that printed a traceback are one line, and nothing stored is changed (issue #26 item 9).
+
+Each command runs as its own process (`python -m flower ...`), as a user would run it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flower.human.mailbox import open_mailbox
+
+pytestmark = pytest.mark.e2e
+
+
+def flower(*args: str | bytes, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "flower", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+
+
+def one_line(done: subprocess.CompletedProcess[str], *needles: str) -> str:
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("flower: "), done.stderr
+    for needle in needles:
+        assert needle in done.stderr, done.stderr
+    return done.stderr
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_flower_say_and_answer_with_bytes_that_are_not_utf8_are_one_line(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    mailbox = open_mailbox(runs)
+    mailbox.post("run-1", "question", "Which port?", ref="q1")
+    mailbox.close()
+    before = digest(runs / "human.db")
+    one_line(flower("say", str(runs), b"caf\xe9 at noon", cwd=tmp_path), "not valid UTF-8", r"b'\xe9'")
+    one_line(flower("answer", str(runs), "q1", b"\xff\xfe", cwd=tmp_path), "the answer is not valid UTF-8")
+    assert digest(runs / "human.db") == before
+
+
+def test_a_human_db_of_another_program_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    with sqlite3.connect(runs / "human.db") as db:
+        db.execute("CREATE TABLE contacts (name TEXT)")
+        db.execute("INSERT INTO contacts VALUES ('Ada')")
+    db.close()
+    before = digest(runs / "human.db")
+    for command in (["say", str(runs), "hello"], ["asks", str(runs)], ["answer", str(runs), "yes"]):
+        one_line(flower(*command, cwd=tmp_path), "human.db is an SQLite database of something else",
+                 "tables: contacts", "refusing")
+    assert digest(runs / "human.db") == before
+    with sqlite3.connect(runs / "human.db") as db:
+        assert [name for (name,) in db.execute("SELECT name FROM sqlite_master")] == ["contacts"]
+    db.close()
+
+
+def test_flower_runs_on_an_empty_system_database_says_there_are_no_runs(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "dbos.sqlite").touch()
+    done = flower("runs", "-r", str(runs), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"no workflow runs in {runs.resolve()}\n"
+
+
+LOSE_THE_WAL = """
+import shutil, sys
+from pathlib import Path
+from flower.flow import engine
+
+live, copy = Path(sys.argv[1]), Path(sys.argv[2])
+engine.launch(live)  # DBOS creates its tables; they sit in the WAL until a checkpoint
+copy.mkdir()
+shutil.copy(live / "dbos.sqlite", copy / "dbos.sqlite")  # the WAL stays behind: lost
+engine.destroy()
+"""
+
+
+def test_flower_runs_on_a_system_database_whose_wal_is_gone_says_there_are_no_runs(tmp_path: Path) -> None:
+    made = subprocess.run([sys.executable, "-c", LOSE_THE_WAL, str(tmp_path / "live"), str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert not (tmp_path / "runs" / "dbos.sqlite-wal").exists()
+    done = flower("runs", "-r", str(tmp_path / "runs"), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("no workflow runs in ")
+
+
+def test_flower_runs_on_a_damaged_system_database_is_one_line(tmp_path: Path) -> None:
+    """Tables there, a page of workflow_status trashed: the reading command names the database."""
+    runs = tmp_path / "runs"
+    made = subprocess.run([sys.executable, "-c", LOSE_THE_WAL, str(tmp_path / "live"), str(runs)],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    live = tmp_path / "live" / "dbos.sqlite"
+    with sqlite3.connect(live) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        roots = [r for (r,) in db.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name = 'workflow_status'")]
+    db.close()
+    data = bytearray(live.read_bytes())
+    for root in roots:  # the table and its indexes: any query of the runs meets a trashed page
+        data[(root - 1) * 4096:root * 4096] = b"\xde\xad" * 2048
+    (runs / "dbos.sqlite").write_bytes(bytes(data))
+    one_line(flower("runs", "-r", str(runs), cwd=tmp_path), "dbos.sqlite")
