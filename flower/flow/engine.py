@@ -123,14 +123,21 @@ def _check_sqlite(path: Path) -> bool:
 
 
 def _check_postgres(url: str) -> None:
+    """The server answers and the DSN's database exists. DBOS would create a missing one, so a typo in the
+    DSN would start a fresh, empty fleet in a new database: the database is created by its owner, never here."""
     import psycopg
 
+    dsn = url.replace("postgresql+psycopg://", "postgresql://")
     try:
-        with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), connect_timeout=5):
+        with psycopg.connect(dsn, connect_timeout=5):
             pass
     except psycopg.OperationalError as exc:
-        if "does not exist" in str(exc):
-            return  # DBOS creates the database
+        if "does not exist" in str(exc) and "database" in str(exc):
+            name = psycopg.conninfo.conninfo_to_dict(dsn).get("dbname") or "?"
+            raise StoreError(
+                f"PostgreSQL database {name!r} does not exist at {redact(url)}: check the DSN for a typo, or "
+                f"create it first (createdb {name}); flower does not create databases"
+            ) from None
         first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise StoreError(f"cannot reach PostgreSQL at {redact(url)}: {first}") from None
 

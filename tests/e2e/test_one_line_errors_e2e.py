@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flower.human.mailbox import open_mailbox
+from flower.testing import ScriptedAPI
 
 pytestmark = pytest.mark.e2e
 
@@ -111,3 +112,44 @@ def test_flower_runs_on_a_damaged_system_database_is_one_line(tmp_path: Path) ->
         data[(root - 1) * 4096:root * 4096] = b"\xde\xad" * 2048
     (runs / "dbos.sqlite").write_bytes(bytes(data))
     one_line(flower("runs", "-r", str(runs), cwd=tmp_path), "dbos.sqlite")
+
+
+FLOW = """\
+from flower import AgentSpec, Step, Workflow
+
+good = Workflow([Step("a", AgentSpec(name="agent", instructions="You answer."), "first")], name="good")
+"""
+
+
+@pytest.mark.postgres
+def test_a_store_dsn_naming_a_database_that_does_not_exist_is_refused_not_created(
+    scripted_api: ScriptedAPI, tmp_path: Path
+) -> None:
+    import os
+    import secrets
+
+    import psycopg
+
+    admin = os.environ.get("FLOWER_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    try:
+        psycopg.connect(admin, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"PostgreSQL unreachable at {admin}: {exc}")
+    typo = f"flower_tset_{secrets.token_hex(3)}"  # "test", mistyped
+    dsn = admin.rsplit("/", 1)[0] + "/" + typo
+    (tmp_path / "flows.py").write_text(FLOW)
+    (tmp_path / "ws").mkdir()
+    env = {**scripted_api.cli_env(tmp_path / "home"), "PATH": os.environ["PATH"]}
+    done = subprocess.run([sys.executable, "-m", "flower", "run", f"{tmp_path / 'flows.py'}:good", "-w",
+                           str(tmp_path / "ws"), "-r", str(tmp_path / "runs"), "--store", dsn], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    one_line(done, f"PostgreSQL database '{typo}' does not exist", "createdb")
+    try:
+        with psycopg.connect(admin) as conn:
+            assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (typo,)).fetchall() == []
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{typo}" WITH (FORCE)')
+    assert scripted_api.requests == []
