@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flower.errors import ConfigError, FlowerError, StoreError
-from flower.util.oneline import first_line
+from flower.util.oneline import disk_full, first_line
 from flower.util.rundir import checked_sqlite
 
 if TYPE_CHECKING:
@@ -144,11 +144,13 @@ def _check_postgres(url: str) -> None:
 
 class _Quiet(logging.Filter):
     """Drop DBOS's benign notice when a recovered workflow is started again by id, and its tracebacks of
-    flower's own errors (a gate that returned a non-bool is one line, not a page)."""
+    flower's own errors (a gate that returned a non-bool is one line, not a page) and of a full disk (the
+    CLI says it in one line)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], FlowerError):
-            return False  # flower's own errors reach the user as one line, from the CLI
+        if record.exc_info and record.exc_info[1] is not None and (
+                isinstance(record.exc_info[1], FlowerError) or disk_full(record.exc_info[1])):
+            return False  # flower's own errors and a full disk reach the user as one line, from the CLI
         return "Workflow already exists in queue" not in record.getMessage()
 
 

@@ -9,12 +9,13 @@ import hashlib
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from flower.human.mailbox import open_mailbox
-from flower.testing import ScriptedAPI
+from flower.testing import ScriptedAPI, text
 
 pytestmark = pytest.mark.e2e
 
@@ -153,3 +154,58 @@ def test_a_store_dsn_naming_a_database_that_does_not_exist_is_refused_not_create
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{typo}" WITH (FORCE)')
     assert scripted_api.requests == []
+
+
+TWO_STEPS = """\
+from flower import AgentSpec, Step, Workflow
+
+spec = AgentSpec(name="agent", instructions="You answer.")
+good = Workflow([Step("a", spec, "first"), Step("b", spec, "second")], name="good")
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """A real filesystem of a given size (tmpfs, needs root); unmounted afterwards."""
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        where = tmp_path / f"disk-{size}"
+        where.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in mounted:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+def test_a_full_disk_in_the_run_dir_is_one_line_wherever_the_run_meets_it(
+    tmp_path: Path, small_disk: Callable[[str], Path]
+) -> None:
+    """The run dir on disks of 300 KB to 1.4 MB: the disk fills while DBOS starts, while the store mirrors the
+    transcript, while the manifest is written or while DBOS checkpoints a step; each time one line."""
+    import os
+
+    (tmp_path / "flows.py").write_text(TWO_STEPS)
+    (tmp_path / "ws").mkdir()
+    for size in ("300k", "700k", "1000k", "1400k"):
+        api = ScriptedAPI().start()  # one per disk: how many steps a run uses before the disk fills varies
+        try:
+            api.script([text("a long answer " * 20000), text("second " * 20000)])
+            env = {**api.cli_env(tmp_path / "home"), "PATH": os.environ["PATH"]}
+            runs = small_disk(size) / "runs"
+            done = subprocess.run([sys.executable, "-m", "flower", "run", f"{tmp_path / 'flows.py'}:good", "-w",
+                                   str(tmp_path / "ws"), "-r", str(runs)], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+        finally:
+            api.stop()
+        # The SDK's own mirror says once per lost batch that the store refused it; flower's line is the last.
+        ours = [line for line in done.stderr.splitlines() if not line.startswith("[TranscriptMirrorBatcher]")]
+        assert "Traceback" not in done.stderr and len(ours) == 1, (size, done.stderr[-3000:])
+        assert done.returncode == 1 and ours[0].startswith("flower: "), (size, done.stderr)
+        assert ours[0].endswith(": free some space, then run the same command again"), (size, ours[0])
