@@ -209,3 +209,40 @@ def test_a_full_disk_in_the_run_dir_is_one_line_wherever_the_run_meets_it(
         assert "Traceback" not in done.stderr and len(ours) == 1, (size, done.stderr[-3000:])
         assert done.returncode == 1 and ours[0].startswith("flower: "), (size, done.stderr)
         assert ours[0].endswith(": free some space, then run the same command again"), (size, ours[0])
+
+
+def test_a_store_with_bytes_rotted_inside_a_page_is_refused_before_anything_is_appended(
+    scripted_api: ScriptedAPI, tmp_path: Path
+) -> None:
+    """A real run's store, two bytes of a stored reply changed on disk (SQLite's quick_check still says ok):
+    the next run that would append to it, and the reading commands, refuse it in one line."""
+    import os
+
+    ws, runs = tmp_path / "ws", tmp_path / "runs"
+    ws.mkdir()
+    env = {**scripted_api.cli_env(tmp_path / "home"), "PATH": os.environ["PATH"]}
+
+    def once(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "flower", "once", *args, "-w", str(ws), "-r", str(runs)],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+                              stdin=subprocess.DEVNULL)
+
+    scripted_api.script([text("PAINTED " + "z" * 3000)])
+    assert once("paint the shed").returncode == 0
+    store = runs / "sessions.db"
+    with sqlite3.connect(store) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (session,) = db.execute("SELECT DISTINCT session_id FROM transcripts WHERE subpath = ''").fetchone()
+    db.close()
+    data = bytearray(store.read_bytes())
+    at = data.find(b"z" * 2000)
+    assert at > 0
+    data[at + 1000:at + 1002] = b"yy"  # inside a page, inside the reply's text: valid UTF-8, valid JSON
+    store.write_bytes(bytes(data))
+    with sqlite3.connect(store) as db:
+        assert db.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    db.close()
+    before, asked = digest(store), len(scripted_api.requests)
+    one_line(once("--resume", session, "paint it again"), "sessions.db is corrupted", "does not match its checksum")
+    one_line(flower("sessions", "-r", str(runs), cwd=tmp_path), "sessions.db is corrupted")
+    assert digest(store) == before and len(scripted_api.requests) == asked
