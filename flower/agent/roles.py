@@ -177,4 +177,5 @@ def coordinator(
         workbench=True,
         leads=tuple(leads),
         glance_tools=tuple(glance_tools) + (tuple(channel.tool_names) if channel is not None else ()),
+        channel=channel,
     )

@@ -134,6 +134,10 @@ class AgentSpec:
     not name, and the auto-memory prompt section (`flower.agent.options.unused_builtins`, `lean_env`). Not a wall."""
     glance_tools: tuple[str, ...] = ()
     """MCP tools (full names, mcp__server__tool) that only read: allowed on a walled main thread; every other MCP tool is denied there (S-8)."""
+    channel: Any = None
+    """The human channel whose tools this spec carries (`coordinator(channel=)`, the clarifier): the `Runtime`
+    that runs the spec binds it to itself (`channel.bind(runtime)`: its run dir's or store's mailbox, its run
+    id), so `flower asks / answer / say` reach it; a channel bound already keeps its binding."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():

@@ -2,7 +2,8 @@
 
 Invariants:
 - A user error is one line on stderr (`flower: ...`) and exit status 1, never a traceback: every
-  `FlowerError` and every expected OS error (missing file, permission, ...) is caught in `FlowerGroup`.
+  `FlowerError`, every expected OS error (missing file, permission, ...) and a full disk under any library's
+  error is caught in `FlowerGroup`.
 - A usage error (an unknown option, a bad value for a choice) is one line too, naming the command's
   `--help`, with click's exit status 2.
 - `flower --help` lists the commands in the order of `COMMANDS`, grouped by what they are for.
@@ -24,7 +25,7 @@ from flower.cli.human import answer, asks, say
 from flower.cli.reading import config, logs, preview, report, sessions
 from flower.cli.testing_cmd import testing
 from flower.errors import FlowerError
-from flower.util.oneline import first_line
+from flower.util.oneline import disk_full, first_line
 
 __all__ = ["COMMANDS", "cli", "main"]
 
@@ -93,9 +94,14 @@ class FlowerGroup(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise SystemExit(1) from None
         except FlowerError as exc:
-            raise UserError(first_line(exc)) from None
+            raise UserError(disk_full(exc) or first_line(exc)) from None
         except OSError as exc:
-            raise UserError(_os_message(exc)) from None
+            raise UserError(disk_full(exc) or _os_message(exc)) from None
+        except Exception as exc:
+            full = disk_full(exc)  # a full disk under a library's own error (DBOS's SQLAlchemy, SQLite)
+            if full is None:
+                raise
+            raise UserError(full) from None
 
 
 @click.group("flower", cls=FlowerGroup, commands=COMMANDS)

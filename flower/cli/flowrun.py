@@ -394,7 +394,7 @@ def cancel(run_id: str, run_dir: str, store: str | None) -> None:
 def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> None:
     """Take queued parallel steps of any run on the fleet's PostgreSQL until stopped (Ctrl-C, SIGTERM)."""
     from flower.flow import durable, engine
-    from flower.flow.signals import record_interrupted
+    from flower.flow.signals import TERMINATING, record_interrupted
 
     if not engine.database_url(run_dir, store).startswith("postgresql"):
         raise ConfigError("flower worker needs a PostgreSQL --store (a SQLite run dir has a single process)")
@@ -412,7 +412,7 @@ def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> 
                    err=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        for sig in (*TERMINATING, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
         record_interrupted(durable.live_runs(), "worker stopped")

@@ -7,21 +7,30 @@
 RUN is a run dir (its `human.db` mailbox, every run in it), or with `--store postgresql://...` the run id of
 a run whose store is that database. The commands only append letters to the mailbox (`flower.human.mailbox`);
 the run's channel picks them up while a question waits and on every inbox call.
+
+Of several `flower answer` to one question exactly one says "answered"; the others say who was first and exit
+1 (the mailbox's compare-and-set). `flower say` to a run dir goes to the run that is current there: the one
+whose channel attached last (a `flower go --new` run, not the failed one before it).
 """
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 import re
+import socket
 import time
 from pathlib import Path
 
 import click
 
 from flower.cli import options
-from flower.errors import ConfigError
+from flower.errors import ConfigError, FlowerError
 from flower.human.mailbox import (
     MAILBOX_FILE,
+    RUN_KINDS,
+    Letter,
     Mailbox,
     PendingQuestion,
     is_postgres_dsn,
@@ -52,12 +61,43 @@ def _open(run: str, store: str | None, schema: str) -> tuple[Mailbox, str | None
     return open_mailbox(folder), None
 
 
+def _text(words: tuple[str, ...] | list[str], what: str) -> str:
+    """The words as one text; bytes that are not UTF-8 (a shell on another locale) are refused in one line."""
+    text = " ".join(words).strip()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start:exc.end].encode("utf-8", "surrogateescape")
+        raise ConfigError(f"the {what} is not valid UTF-8 (bytes {bad!r} at character {exc.start}); "
+                          "give it as UTF-8 text") from None
+    return text
+
+
 def _latest_run(mailbox: Mailbox) -> str:
-    """The run of a run dir that last wrote to its mailbox (it asked, settled or received), else everyone:
-    a later run (after `flower go --new`) must not get the old run's mail as new."""
-    runs = [letter.run for letter in mailbox.read(None)
-            if letter.kind in ("question", "settled", "received") and letter.run != BROADCAST]
+    """The run of a run dir that last wrote to its mailbox (it attached its channel, asked, settled or
+    received), else everyone: a later run (after `flower go --new`) must not get the old run's mail as new."""
+    runs = [letter.run for letter in mailbox.read(None) if letter.kind in RUN_KINDS and letter.run != BROADCAST]
     return runs[-1] if runs else BROADCAST
+
+
+def _who() -> str:
+    """Who answers, as the other answerers are told: user@host and the process."""
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):  # no login name in a bare container
+        user = f"uid {os.getuid()}" if hasattr(os, "getuid") else "someone"
+    return f"{user}@{socket.gethostname()} (pid {os.getpid()})"
+
+
+def _taken(qid: str, first: Letter) -> str:
+    """One line: the letter that settled `qid` before this answer."""
+    by = str(first.meta.get("by") or "someone")
+    if first.kind == "answer":
+        return f"{qid} was already answered by {by}: {first.body}"
+    if first.kind == "decline":
+        return f"{qid} was already declined by {by}"
+    state = str(first.meta.get("state") or "settled")
+    return f"{qid} was already {state} by the run itself" + (f": {first.body}" if first.body else "")
 
 
 def _pending(mailbox: Mailbox, run: str | None) -> list[PendingQuestion]:
@@ -102,7 +142,7 @@ def asks(run: str, store: str | None, schema: str, as_json: bool) -> None:
 def answer(run: str, words: tuple[str, ...], decline: bool, store: str | None, schema: str) -> None:
     """Answer a waiting question (the oldest, unless QID like q3 is given)."""
     qid = words[0] if _QID.fullmatch(words[0]) and (len(words) > 1 or decline) else None
-    text = " ".join(words[1:] if qid else words).strip()
+    text = _text(words[1:] if qid else words, "answer")
     if not text and not decline:
         raise ConfigError("the answer is empty")
     mailbox, key = _open(run, store, schema)
@@ -113,7 +153,9 @@ def answer(run: str, words: tuple[str, ...], decline: bool, store: str | None, s
         chosen = next((q for q in waiting if q.id == qid), None) if qid else waiting[0]
         if chosen is None:
             raise ConfigError(f"{qid} is not waiting for an answer (waiting: {', '.join(q.id for q in waiting)})")
-        mailbox.post(chosen.run, "decline" if decline else "answer", text, ref=chosen.id)
+        first = mailbox.claim(chosen.run, chosen.id, "decline" if decline else "answer", text, by=_who())
+        if first is not None:
+            raise FlowerError(_taken(chosen.id, first))
     finally:
         mailbox.close()
     click.echo(f"{'declined' if decline else 'answered'} {chosen.id}: {chosen.question}")
@@ -126,7 +168,7 @@ def answer(run: str, words: tuple[str, ...], decline: bool, store: str | None, s
 @schema_option
 def say(run: str, words: tuple[str, ...], store: str | None, schema: str) -> None:
     """Send a message to a running agent: its next inbox call delivers it, and it is added to the brief."""
-    text = " ".join(words).strip()
+    text = _text(words, "message")
     if not text:
         raise ConfigError("the message is empty")
     mailbox, key = _open(run, store, schema)

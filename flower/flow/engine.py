@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flower.errors import ConfigError, FlowerError, StoreError
-from flower.util.oneline import first_line
+from flower.util.oneline import disk_full, first_line
 from flower.util.rundir import checked_sqlite
 
 if TYPE_CHECKING:
     from dbos import DBOSClient
 
-__all__ = ["APP_NAME", "APP_VERSION", "Engine", "client", "current", "database_url", "destroy", "launch"]
+__all__ = ["APP_NAME", "APP_VERSION", "Engine", "client", "current", "database_url", "destroy", "launch", "redact"]
 
 APP_NAME = "flower"
 APP_VERSION = "flower-flow-1"
@@ -63,7 +63,7 @@ class Engine:
     @property
     def where(self) -> str:
         """The database for messages, without a password."""
-        return _redact(self.url)
+        return redact(self.url)
 
 
 def _is_postgres(store: str | None) -> bool:
@@ -80,7 +80,8 @@ def database_url(run_dir: str | os.PathLike[str], store: str | None = None) -> s
     return f"sqlite:///{(Path(run_dir).resolve() / SQLITE_NAME)}"
 
 
-def _redact(url: str) -> str:
+def redact(url: str) -> str:
+    """`url` with its password replaced by ***."""
     from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(url)
@@ -98,14 +99,15 @@ def _wal(path: Path) -> None:
         db.execute("pragma journal_mode=wal")
 
 
-def _check_sqlite(path: Path) -> None:
+def _check_sqlite(path: Path) -> bool:
     """A missing file is fine (DBOS creates it); an existing one must be a DBOS system database. Neither it
-    nor SQLite's side files may be a symlink or anything but a regular file."""
+    nor SQLite's side files may be a symlink or anything but a regular file. True when it holds DBOS's
+    tables (False: new, or empty, e.g. its WAL was lost before the first checkpoint)."""
     checked_sqlite(path)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         _wal(path)
-        return
+        return False
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
             tables = {row[0] for row in db.execute("select name from sqlite_master where type='table'")}
@@ -117,28 +119,38 @@ def _check_sqlite(path: Path) -> None:
             "not a DBOS system database"
         )
     _wal(path)
+    return bool(tables)
 
 
 def _check_postgres(url: str) -> None:
+    """The server answers and the DSN's database exists. DBOS would create a missing one, so a typo in the
+    DSN would start a fresh, empty fleet in a new database: the database is created by its owner, never here."""
     import psycopg
 
+    dsn = url.replace("postgresql+psycopg://", "postgresql://")
     try:
-        with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), connect_timeout=5):
+        with psycopg.connect(dsn, connect_timeout=5):
             pass
     except psycopg.OperationalError as exc:
-        if "does not exist" in str(exc):
-            return  # DBOS creates the database
+        if "does not exist" in str(exc) and "database" in str(exc):
+            name = psycopg.conninfo.conninfo_to_dict(dsn).get("dbname") or "?"
+            raise StoreError(
+                f"PostgreSQL database {name!r} does not exist at {redact(url)}: check the DSN for a typo, or "
+                f"create it first (createdb {name}); flower does not create databases"
+            ) from None
         first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise StoreError(f"cannot reach PostgreSQL at {_redact(url)}: {first}") from None
+        raise StoreError(f"cannot reach PostgreSQL at {redact(url)}: {first}") from None
 
 
 class _Quiet(logging.Filter):
     """Drop DBOS's benign notice when a recovered workflow is started again by id, and its tracebacks of
-    flower's own errors (a gate that returned a non-bool is one line, not a page)."""
+    flower's own errors (a gate that returned a non-bool is one line, not a page) and of a full disk (the
+    CLI says it in one line)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], FlowerError):
-            return False  # flower's own errors reach the user as one line, from the CLI
+        if record.exc_info and record.exc_info[1] is not None and (
+                isinstance(record.exc_info[1], FlowerError) or disk_full(record.exc_info[1])):
+            return False  # flower's own errors and a full disk reach the user as one line, from the CLI
         return "Workflow already exists in queue" not in record.getMessage()
 
 
@@ -160,7 +172,7 @@ def launch(
         if _current is not None:
             if _current.url != url:
                 raise ConfigError(
-                    f"DBOS already runs on {_current.where} in this process; cannot also use {_redact(url)}"
+                    f"DBOS already runs on {_current.where} in this process; cannot also use {redact(url)}"
                 )
             return _current
         if url.startswith("sqlite:///"):
@@ -186,7 +198,7 @@ def launch(
             DBOS.launch()
         except Exception as exc:  # noqa: BLE001 - DBOS's own errors: one line naming the database
             DBOS.destroy()
-            raise StoreError(f"cannot start DBOS on {_redact(url)}: {first_line(exc)}") from None
+            raise StoreError(f"cannot start DBOS on {redact(url)}: {first_line(exc)}") from None
         _current = Engine(url=url, executor_id=config["executor_id"], postgres=not url.startswith("sqlite"))
         return _current
 
@@ -212,9 +224,8 @@ def client(run_dir: str | os.PathLike[str], store: str | None = None) -> DBOSCli
     url = database_url(run_dir, store)
     if url.startswith("sqlite:///"):
         path = Path(url[len("sqlite:///"):])
-        if not path.exists():
-            return None
-        _check_sqlite(path)
+        if not path.exists() or not _check_sqlite(path):
+            return None  # an empty file (a lost WAL took DBOS's tables with it) holds no runs either
     else:
         _check_postgres(url)
     from dbos import DBOSClient
@@ -222,4 +233,4 @@ def client(run_dir: str | os.PathLike[str], store: str | None = None) -> DBOSCli
     try:
         return DBOSClient(system_database_url=url)
     except Exception as exc:  # noqa: BLE001 - one line naming the database
-        raise StoreError(f"cannot read runs from {_redact(url)}: {first_line(exc)}") from None
+        raise StoreError(f"cannot read runs from {redact(url)}: {first_line(exc)}") from None

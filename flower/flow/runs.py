@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flower.errors import FlowError
+from flower.errors import FlowerError, FlowError, StoreError
 from flower.flow import engine
 from flower.flow.durable import RUN_WORKFLOW, run_lock_held
 from flower.util.oneline import first_line
@@ -87,21 +87,31 @@ def list_runs(run_dir: str | os.PathLike[str], store: str | None = None) -> list
     if client is None:
         return []
     try:
-        rows = []
-        for status in client.list_workflows(name=RUN_WORKFLOW, load_input=True, load_output=True):
-            meta = _meta(status)
-            done, cost = _cost(client, status.workflow_id)
-            output = status.output if isinstance(status.output, dict) else None
-            error = first_line(str(status.error)) if status.error else None
-            rows.append(RunRow(
-                run_id=status.workflow_id, workflow=str(meta.get("workflow", "?")),
-                state=_state(status, Path(run_dir).resolve(), output), done=done, total=int(meta.get("total", 0)),
-                cost_usd=cost, workspace=str(meta.get("workspace", "")), started=_when(status.created_at),
-                failed_at=output.get("_failed_at") if output else None, error=error,
-            ))
-        return rows
+        return _rows(client, run_dir)
+    except FlowerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a damaged system database is one line naming it, not a traceback
+        where = engine.database_url(run_dir, store)
+        raise StoreError(f"cannot read runs from {engine.redact(where)}: {first_line(exc)}") from None
     finally:
         client.destroy()
+
+
+def _rows(client: DBOSClient, run_dir: str | os.PathLike[str]) -> list[RunRow]:
+    """The rows of `list_runs`, oldest first."""
+    rows = []
+    for status in client.list_workflows(name=RUN_WORKFLOW, load_input=True, load_output=True):
+        meta = _meta(status)
+        done, cost = _cost(client, status.workflow_id)
+        output = status.output if isinstance(status.output, dict) else None
+        error = first_line(str(status.error)) if status.error else None
+        rows.append(RunRow(
+            run_id=status.workflow_id, workflow=str(meta.get("workflow", "?")),
+            state=_state(status, Path(run_dir).resolve(), output), done=done, total=int(meta.get("total", 0)),
+            cost_usd=cost, workspace=str(meta.get("workspace", "")), started=_when(status.created_at),
+            failed_at=output.get("_failed_at") if output else None, error=error,
+        ))
+    return rows
 
 
 @contextlib.contextmanager

@@ -8,6 +8,8 @@
   terminal the turn is interrupted at once with no remark. Ctrl-C twice: `KeyboardInterrupt` (the CLI stops
   and prints the resume command).
 
+Where the platform has no SIGHUP (Windows), SIGTERM and Ctrl-C are handled alone.
+
 Invariant: the handlers print nothing and never block (printing from a handler can deadlock on the output
 lock); the remark is read by a separate thread.
 """
@@ -27,7 +29,11 @@ from typing import Any
 from flower.flow.durable import Live, live_runs
 from flower.runtime.steps import append_manifest
 
-__all__ = ["REMARK_PROMPT", "guard", "record_interrupted"]
+__all__ = ["REMARK_PROMPT", "TERMINATING", "guard", "record_interrupted"]
+
+TERMINATING: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals that end a run, those of them this platform has (Windows has no SIGHUP)."""
 
 REMARK_PROMPT = "interrupted this round; a remark for the agent? (Enter = none; Ctrl-C again = stop) > "
 
@@ -90,9 +96,9 @@ def guard(*, interactive: bool | None = None, ask: Callable[[str], str] = input)
         else:
             _interrupt_all("")
 
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGHUP, on_term)
+    previous = {sig: signal.getsignal(sig) for sig in (*TERMINATING, signal.SIGINT)}
+    for sig in TERMINATING:
+        signal.signal(sig, on_term)
     signal.signal(signal.SIGINT, on_int)
     try:
         yield state

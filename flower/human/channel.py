@@ -146,6 +146,8 @@ class HumanChannel:
             for dead in pending_questions([letter for letter in letters if letter.run == run]):
                 if dead.id not in mine:
                     mailbox.post(run, "settled", "", ref=dead.id, meta={"state": "abandoned"})
+            # This run is now the current one of its mailbox: `flower say RUN_DIR` sends to it.
+            mailbox.post(run, "open", "", meta={"pid": os.getpid()})
         return self
 
     def bind(self, runtime: Runtime) -> HumanChannel:
@@ -172,9 +174,26 @@ class HumanChannel:
         follow = self._follow
         if follow is not None and self.mailbox is not None and getattr(follow, "run_id", self.run) != self.run:
             with self._lock:
+                before = self.run
                 self._cursor, self._received = 0, set()
                 self.attach(self.mailbox, str(follow.run_id))
+            self._adopt_mail(before)
         return self.run
+
+    def _adopt_mail(self, before: str) -> None:
+        """Take the mail sent to the run id this process had before it took an earlier run's (it was the
+        current run of the mailbox meanwhile, so `flower say` sent there)."""
+        if self.mailbox is None or not before:
+            return
+        try:
+            letters = [letter for letter in self.mailbox.read(before) if letter.run == before]
+        except Exception as exc:  # the run goes on without that mail; the failure is on record
+            self._record("mailbox", exc)
+            return
+        taken = {letter.ref for letter in letters if letter.kind == "received"}
+        for letter in letters:
+            if letter.kind == "mail" and str(letter.id) not in taken | self._received:
+                self._deliver(letter)
 
     # --- the model's side -------------------------------------------------------------------------
 
@@ -327,9 +346,13 @@ class HumanChannel:
         elif letter.kind == "decline":
             self.decline(letter.ref, letter.body)
         elif letter.kind == "mail" and str(letter.id) not in self._received:
-            self._received.add(str(letter.id))
-            self._post("received", "", ref=str(letter.id))
-            self.send(letter.body, source="mailbox")
+            self._deliver(letter)
+
+    def _deliver(self, letter: Letter) -> None:
+        """A mail letter into the inbox, marked received in the mailbox (so it is delivered once)."""
+        self._received.add(str(letter.id))
+        self._post("received", "", ref=str(letter.id))
+        self.send(letter.body, source="mailbox")
 
     def _settle(self, item: Ask, state: AskState, answer: str) -> bool:
         with self._lock:

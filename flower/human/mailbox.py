@@ -3,16 +3,22 @@
 A run's channel and the `flower asks / answer / say` commands share one append-only table of *letters* in
 the run's durable home: `human.db` in its run dir (SQLite; the session store's own file refuses foreign
 tables) or the run's PostgreSQL database. A letter is never changed or deleted (P-3); the state of a question is derived from the letters
-(a `question` without a `settled` letter is pending).
+(a `question` without a `settled` letter is pending). A `human.db` that holds tables of another program is
+refused, never written to.
 
 Why not DBOS messaging: `DBOS.recv` may only be called from a DBOS workflow, and a channel serves any run,
 including a plain `Runtime.run` that no workflow wraps; the letters need nothing but the store's database.
 
 Kinds, and who writes them:
-- the run: `question` (ref = question id, body = question, meta = {"options": [...]}), `settled`
+- the run: `open` (a process of the run attached its channel: the newest `open` names the run that is current
+  in a run dir), `question` (ref = question id, body = question, meta = {"options": [...]}), `settled`
   (ref = question id, body = answer or reason, meta = {"state": ...}), `received` (ref = a mail letter's id);
 - anyone else: `answer` (ref = question id, body = the answer), `decline` (ref = question id, body = reason),
-  `mail` (body = the message).
+  `mail` (body = the message); `answer` and `decline` carry meta = {"by": who sent it}.
+
+Answering is compare-and-set (`Mailbox.claim`): an `answer` or `decline` is appended only while no `answer`,
+`decline` or `settled` letter of that question exists, checked and written in one transaction, so of
+concurrent answerers exactly one is told "answered" and the model gets that answer.
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from flower.errors import ConfigError, StoreError
 from flower.util.oneline import first_line
@@ -43,8 +50,13 @@ __all__ = [
     "pending_questions",
 ]
 
-LetterKind = Literal["question", "settled", "received", "answer", "decline", "mail"]
-KINDS = ("question", "settled", "received", "answer", "decline", "mail")
+T = TypeVar("T")
+LetterKind = Literal["open", "question", "settled", "received", "answer", "decline", "mail"]
+KINDS = ("open", "question", "settled", "received", "answer", "decline", "mail")
+RUN_KINDS = ("open", "question", "settled", "received")
+"""The letters only a run writes: the newest of them names the run that is current."""
+SETTLING = ("answer", "decline", "settled")
+"""The letters after which a question takes no other answer."""
 MAILBOX_FILE = "human.db"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -92,6 +104,11 @@ class Mailbox(Protocol):
         every run when `run` is None."""
         ...
 
+    def claim(self, run: str, ref: str, kind: LetterKind, body: str, *, by: str) -> Letter | None:
+        """Post an `answer` or `decline` of question `ref` unless one of `SETTLING` got there first, in one
+        transaction: None when posted, else the earliest settling letter (who won)."""
+        ...
+
     def close(self) -> None:
         """Release connections."""
         ...
@@ -100,6 +117,17 @@ class Mailbox(Protocol):
 def _check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise ConfigError(f"unknown letter kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+
+_OWN_TABLES = frozenset({"human_letters", "sqlite_sequence"})
+"""The tables a mailbox file holds (sqlite_sequence is SQLite's, for AUTOINCREMENT)."""
+_FIRST_SETTLING = ("SELECT id, run, kind, ref, body, meta, at FROM {table} WHERE run = {mark} AND ref = {mark} "
+                   "AND kind IN ({mark}, {mark}, {mark}) ORDER BY id LIMIT 1")
+
+
+def _check_claim(kind: str) -> None:
+    if kind not in ("answer", "decline"):
+        raise ConfigError(f"only an answer or a decline is claimed, not {kind!r}")
 
 
 def _letter(row: tuple[Any, ...]) -> Letter:
@@ -116,6 +144,7 @@ class SqliteMailbox:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+            self._refuse_foreign()
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS human_letters (id INTEGER PRIMARY KEY AUTOINCREMENT, run TEXT NOT NULL, "
@@ -126,6 +155,19 @@ class SqliteMailbox:
 
     def __repr__(self) -> str:
         return f"SqliteMailbox({str(self.path)!r})"
+
+    def _refuse_foreign(self) -> None:
+        """An SQLite file with tables of its own (another program's `human.db`) is not written to at all."""
+        try:
+            tables = {name for (name,) in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error:
+            self._conn.close()
+            raise
+        if tables - _OWN_TABLES:
+            self._conn.close()
+            shown = ", ".join(sorted(tables - _OWN_TABLES)[:5])
+            raise StoreError(f"{self.path} is an SQLite database of something else (tables: {shown}), not a flower "
+                             "mailbox: refusing to add to it (move it away, or use another run dir)")
 
     def post(self, run: str, kind: LetterKind, body: str, *, ref: str = "", meta: dict[str, Any] | None = None) -> int:
         _check_kind(kind)
@@ -138,6 +180,26 @@ class SqliteMailbox:
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot write to the mailbox in {self.path}: {exc}") from None
         return int(cursor.lastrowid or 0)
+
+    def claim(self, run: str, ref: str, kind: LetterKind, body: str, *, by: str) -> Letter | None:
+        _check_claim(kind)
+        row = (run, kind, ref, body, json.dumps({"by": by}, ensure_ascii=False), time.time())
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")  # the write lock first: the check and the insert are one
+                try:
+                    first = self._conn.execute(_FIRST_SETTLING.format(table="human_letters", mark="?"),
+                                               (run, ref, *SETTLING)).fetchone()
+                    if first is None:
+                        self._conn.execute(
+                            "INSERT INTO human_letters (run, kind, ref, body, meta, at) VALUES (?, ?, ?, ?, ?, ?)", row)
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot write to the mailbox in {self.path}: {exc}") from None
+        return None if first is None else _letter(first)
 
     def read(self, run: str | None = None, *, after: int = 0) -> list[Letter]:
         query = "SELECT id, run, kind, ref, body, meta, at FROM human_letters WHERE id > ?"
@@ -182,7 +244,12 @@ class PostgresMailbox:
         return f"PostgresMailbox(schema={self.schema!r})"
 
     def _execute(self, query: str, args: tuple[Any, ...], what: str) -> list[tuple[Any, ...]]:
-        """Run one statement; a connection that dropped (a server restart during a long run) is opened again once."""
+        """Run one statement (see `_with`)."""
+        return self._with(lambda conn: [tuple(row) for row in conn.execute(query, args).fetchall()], what)
+
+    def _with(self, work: Callable[[Any], T], what: str) -> T:
+        """Run `work(connection)`; a connection that dropped (a server restart during a long run) is opened
+        again once."""
         import psycopg
 
         with self._lock:
@@ -190,13 +257,29 @@ class PostgresMailbox:
                 try:
                     if self._conn.closed:
                         self._conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._timeout)
-                    return [tuple(row) for row in self._conn.execute(query, args).fetchall()]
+                    return work(self._conn)
                 except psycopg.OperationalError as exc:
                     if attempt == 2 or not self._conn.closed:
                         raise StoreError(f"cannot {what} the mailbox: {first_line(exc)}") from None
                 except psycopg.Error as exc:
                     raise StoreError(f"cannot {what} the mailbox: {first_line(exc)}") from None
-        return []
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def claim(self, run: str, ref: str, kind: LetterKind, body: str, *, by: str) -> Letter | None:
+        _check_claim(kind)
+        table = f'"{self.schema}".human_letters'
+        row = (run, kind, ref, body, json.dumps({"by": by}, ensure_ascii=False), time.time())
+
+        def work(conn: Any) -> Letter | None:
+            with conn.transaction():  # one lock per question, held to the commit: check and insert are one
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}/{run}/{ref}",))
+                first = conn.execute(_FIRST_SETTLING.format(table=table, mark="%s"), (run, ref, *SETTLING)).fetchone()
+                if first is None:
+                    conn.execute(f"INSERT INTO {table} (run, kind, ref, body, meta, at) "
+                                 "VALUES (%s, %s, %s, %s, %s, %s)", row)
+            return None if first is None else _letter(tuple(first))
+
+        return self._with(work, "write to")
 
     def post(self, run: str, kind: LetterKind, body: str, *, ref: str = "", meta: dict[str, Any] | None = None) -> int:
         _check_kind(kind)

@@ -28,7 +28,7 @@ def _readonly(name: str, rules: str, instructions: str, *, channel: HumanChannel
         env.update(channel.tool_env())
     body = rules + ("\n\n" + instructions.strip() if instructions.strip() else "")
     return AgentSpec(name=name, instructions=body, allowed_tools=allowed, model=model, mcp_servers=servers,
-                     env=env, permission_mode="default")
+                     env=env, permission_mode="default", channel=channel)
 
 
 def clarifier(channel: HumanChannel | None, *, name: str = "clarify", instructions: str = "",

@@ -151,6 +151,7 @@ class Runtime:
         check_isolation(spec, self.workspace)
         if self.workbench is not None:
             self.workbench.refresh()
+        self._bind_channel(spec)
         on_event = traced(on_event)  # spans from the events, when a tracer provider is configured
         emit(on_event, Event("step", name, payload={"phase": "start", "resume": resume, "agent_name": spec.name,
                                                     "model": spec.model, "run_id": self.run_id}))
@@ -173,6 +174,13 @@ class Runtime:
                                                     "error": result.error, "turns": result.num_turns,
                                                     "session_id": result.session_id, "context": result.context}))
         return result
+
+    def _bind_channel(self, spec: AgentSpec) -> None:
+        """The spec's human channel answers through this runtime's mailbox unless it has one already: a
+        channel that only `coordinator(channel=)` saw is still reachable from `flower asks / answer / say`."""
+        bind = getattr(spec.channel, "bind", None)
+        if callable(bind) and getattr(spec.channel, "mailbox", None) is None:
+            bind(self)
 
     def stream(self, spec: AgentSpec, prompt: str, **kwargs: Any) -> EventStream[StepResult]:
         """`async for event in rt.stream(spec, prompt)`: the step's events as they happen; the

@@ -15,6 +15,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from flower.errors import StoreError
 from flower.util.confined import replace_text
 from flower.util.rundir import checked_path
 
@@ -74,14 +75,18 @@ class StepResult:
 
 def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
     """Add one row to `run_dir/manifest.json`: read-modify-write under an exclusive file lock, atomic
-    replace, so parallel processes never lose each other's rows and a crash never leaves half a file."""
+    replace, so parallel processes never lose each other's rows and a crash never leaves half a file. A disk
+    that is full (or any other OS error) is one `StoreError` naming the file; the old manifest stays whole."""
     path = checked_path(run_dir / "manifest.json", run_dir)
-    with FileLock(checked_path(run_dir / ".manifest.lock", run_dir)):
-        try:
-            data = json.loads(path.read_text()) if path.exists() else {"steps": []}
-        except ValueError:
-            # Never drop what is stored: keep the unreadable file beside the new one.
-            path.replace(path.with_name(f"manifest.unreadable-{int(time.time())}.json"))
-            data = {"steps": []}
-        data["steps"].append(dict(row))
-        replace_text(path, json.dumps(data, indent=1, ensure_ascii=False))  # a fresh temp file, never a planted one
+    try:
+        with FileLock(checked_path(run_dir / ".manifest.lock", run_dir)):
+            try:
+                data = json.loads(path.read_text()) if path.exists() else {"steps": []}
+            except ValueError:
+                # Never drop what is stored: keep the unreadable file beside the new one.
+                path.replace(path.with_name(f"manifest.unreadable-{int(time.time())}.json"))
+                data = {"steps": []}
+            data["steps"].append(dict(row))
+            replace_text(path, json.dumps(data, indent=1, ensure_ascii=False))  # a fresh temp file, never planted
+    except OSError as exc:
+        raise StoreError(f"cannot write the run's manifest {path}: {exc.strerror or exc}") from None

@@ -45,6 +45,7 @@ from flower.stores import _common
 from flower.stores._common import Migration, TranscriptKey
 from flower.stores._sqlite_file import (
     MIGRATIONS,
+    crc,
     open_readonly,
     open_store_file,
     store_error,
@@ -278,8 +279,8 @@ def _append(
     else:
         conn.execute("UPDATE transcripts SET mtime = ? WHERE id = ?", (mtime, tid))
     conn.executemany(
-        "INSERT INTO entries (transcript, uuid, type, payload) VALUES (?, ?, ?, ?)",
-        [(tid, *rows[i]) for i in keep],
+        "INSERT INTO entries (transcript, uuid, type, payload, crc) VALUES (?, ?, ?, ?, ?)",
+        [(tid, *rows[i], crc(rows[i][2])) for i in keep],
     )
     if key.is_main:
         _fold(conn, key, [entries[i] for i in keep], mtime)

@@ -11,6 +11,10 @@ refused, even one swapped in after the run started. Files are created with `O_EX
 into place inside the same descriptor (`os.replace` with `src_dir_fd`/`dst_dir_fd` replaces a planted
 symlink rather than following it), and appended to with `O_APPEND | O_NOFOLLOW`.
 
+Where the platform lacks `O_NOFOLLOW` or `O_DIRECTORY` (Windows), importing this module still works; what
+needs them is refused at use with one `UnsafePathError` line, since without them a symlink could redirect
+the write. `O_CLOEXEC` and `O_NONBLOCK` only tighten and are left out where missing.
+
 `resolve_inside(workspace, rel)` is the one check for a folder that must stay in the workspace: it resolves
 the path (a symlink that stays inside is fine) and refuses one that leads out, dangling ones included.
 """
@@ -23,6 +27,7 @@ import hashlib
 import os
 import secrets
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path, PurePath
@@ -31,8 +36,26 @@ from flower.errors import UnsafePathError
 
 __all__ = ["Confined", "resolve_inside", "append_text", "read_note", "replace_text"]
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 20
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)  # no descriptor inheritance to stop where the platform lacks it
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # only guards against a FIFO, a POSIX thing
+
+
+def _required(name: str) -> int:
+    """The `os.O_*` flag `name`; refused with one line where the platform has none (Windows)."""
+    flag = getattr(os, name, None)
+    if flag is None:
+        raise UnsafePathError(f"this platform ({sys.platform}) has no os.{name}: flower refuses to open run and "
+                              "workbench files without it (a symlink could redirect them)")
+    return int(flag)
+
+
+def _nofollow() -> int:
+    return _required("O_NOFOLLOW") | _CLOEXEC
+
+
+def _dir_flags() -> int:
+    return os.O_RDONLY | _required("O_DIRECTORY") | _nofollow()
 
 
 def resolve_inside(workspace: str | os.PathLike[str], rel: str | os.PathLike[str]) -> tuple[str, ...]:
@@ -89,12 +112,12 @@ class Confined:
     def open(self, *, create: bool = True) -> Iterator[int]:
         """A descriptor of the folder (created on the way when `create`); closed on exit."""
         try:
-            fd = os.open(self.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = os.open(self.anchor, os.O_RDONLY | _required("O_DIRECTORY") | _CLOEXEC)
         except FileNotFoundError:
             if not create:
                 raise
             os.makedirs(self.anchor, exist_ok=True)  # the anchor is the caller's own choice
-            fd = os.open(self.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = os.open(self.anchor, os.O_RDONLY | _required("O_DIRECTORY") | _CLOEXEC)
         try:
             here = self.anchor
             for part in self.parts:
@@ -110,13 +133,13 @@ class Confined:
     def _step(fd: int, part: str, here: Path, create: bool) -> int:
         try:
             try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                child = os.open(part, _dir_flags(), dir_fd=fd)
             except FileNotFoundError:
                 if not create:
                     raise
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o777, dir_fd=fd)
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                child = os.open(part, _dir_flags(), dir_fd=fd)
         except OSError as error:
             if error.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise _refusal(here, error) from None
@@ -143,7 +166,7 @@ class Confined:
         _plain(self.path, name)
         with self.open() as fd:
             try:
-                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                handle = os.open(name, os.O_RDONLY | _nofollow(), dir_fd=fd)
             except OSError:
                 return None
             with os.fdopen(handle, "rb") as f:
@@ -181,7 +204,7 @@ class Confined:
         with self.open() as fd:
             try:
                 handle = os.open(
-                    name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd
+                    name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _nofollow(), 0o644, dir_fd=fd
                 )
             except OSError as error:
                 if error.errno in (errno.ELOOP, errno.ENOTDIR):
@@ -204,7 +227,7 @@ class Confined:
 
 def _holds(fd: int, name: str, size: int, sha256: str) -> bool:
     try:
-        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        handle = os.open(name, os.O_RDONLY | _nofollow(), dir_fd=fd)
     except OSError:
         return False  # missing, or a symlink (ELOOP): does not count
     with os.fdopen(handle, "rb") as f:
@@ -223,7 +246,7 @@ def _write_temp(fd: int, prefix: str, chunks: Iterator[bytes] | list[bytes]) -> 
         tmp = f"{prefix}{secrets.token_hex(8)}.tmp"
         try:
             handle = os.open(
-                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _nofollow(), 0o600, dir_fd=fd
             )
         except FileExistsError:
             continue
@@ -259,7 +282,7 @@ class TempFile:
     def __init__(self, fd: int, prefix: str) -> None:
         self.fd = fd
         self.name = _write_temp(fd, prefix, [])
-        self.handle = os.open(self.name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        self.handle = os.open(self.name, os.O_WRONLY | _nofollow(), dir_fd=fd)
 
     def write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -286,7 +309,7 @@ class TempFile:
 def append_text(path: str | os.PathLike[str], text: str) -> None:
     """Append `text` to the file `path`, creating it; never through a symlink a repository may have planted
     there (OSError ELOOP instead)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _nofollow(), 0o644)
     with os.fdopen(fd, "a", encoding="utf-8") as handle:
         handle.write(text)
 
@@ -316,7 +339,7 @@ def read_note(path: str | os.PathLike[str], limit: int = MAX_NOTE_BYTES) -> str 
     """The text of the regular file `path`, or None when it is missing, a symlink, not a regular file
     (a FIFO or a device would never end) or over `limit` bytes. Invalid UTF-8 is replaced, never fatal."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _nofollow() | _NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:

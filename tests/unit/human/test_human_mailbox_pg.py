@@ -52,3 +52,33 @@ def test_a_dropped_connection_is_opened_again(mailbox: PostgresMailbox) -> None:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
     mailbox.post("r", "mail", "after")  # the first statement meets the dead connection and opens a new one
     assert [x.body for x in mailbox.read("r")] == ["before", "after"]
+
+
+def test_of_concurrent_claims_on_separate_connections_exactly_one_posts(mailbox: PostgresMailbox) -> None:
+    """`flower answer` from eight machines at once: one answer letter, the others see it (issue #26 item 8)."""
+    import threading
+
+    mailbox.post("r", "question", "Which port?", ref="q1")
+    boxes = [PostgresMailbox(DSN, schema=mailbox.schema) for _ in range(8)]
+    barrier = threading.Barrier(len(boxes))
+    outcomes: dict[int, object] = {}
+
+    def answer(i: int) -> None:
+        barrier.wait()
+        outcomes[i] = boxes[i].claim("r", "q1", "answer", f"port {i}", by=f"human {i}")
+
+    threads = [threading.Thread(target=answer, args=(i,)) for i in range(len(boxes))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for box in boxes:
+        box.close()
+    answers = [x for x in mailbox.read("r") if x.kind == "answer"]
+    assert len(answers) == 1
+    (winner,) = [i for i, first in outcomes.items() if first is None]
+    assert (answers[0].body, answers[0].meta) == (f"port {winner}", {"by": f"human {winner}"})
+    assert all(first == answers[0] for i, first in outcomes.items() if i != winner)
+    mailbox.post("r", "settled", "", ref="q2", meta={"state": "timeout"})
+    settled = mailbox.claim("r", "q2", "decline", "", by="late")
+    assert settled is not None and settled.kind == "settled"

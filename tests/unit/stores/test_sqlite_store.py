@@ -339,7 +339,8 @@ def test_processes_racing_to_create_a_new_file_migrate_it_once(tmp_path: Path) -
         proc.join(timeout=120)
     assert [proc.exitcode for proc in procs] == [0, 0, 0, 0]
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT version, name FROM flower_schema").fetchall() == [(1, "initial schema")]
+        assert conn.execute("SELECT version, name FROM flower_schema").fetchall() == [(1, "initial schema"),
+                                                                                      (2, "entry checksums")]
         assert conn.execute("SELECT COUNT(*) FROM entries").fetchone() == (4,)
 
 
@@ -383,6 +384,52 @@ def test_corrupt_flower_file_is_refused(tmp_path: Path) -> None:
     assert "malformed" in _refused(path)
 
 
+def test_bytes_rotted_inside_an_entry_are_refused_by_its_checksum(tmp_path: Path) -> None:
+    """SQLite's quick_check sees page structure only: a damaged byte inside a payload passes it (issue #26)."""
+    path = tmp_path / "rot.db"
+    with SqliteSessionStore(path) as opened:
+        opened.append_sync(KEY, [user(f"u{i}", "x" * 2000) for i in range(50)])
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray(path.read_bytes())
+    at = data.find(b"x" * 1500, 20 * 4096)
+    data[at + 500:at + 502] = b"yy"  # still valid UTF-8 and JSON: only the checksum can tell
+    path.write_bytes(bytes(data))
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    conn.close()
+    message = _refused(path)
+    assert "is corrupted (entry row " in message and "does not match its checksum" in message
+    with pytest.raises(StoreError, match="does not match its checksum"):
+        SqliteSessionStore(path, readonly=True)
+
+
+def test_a_version_1_file_without_checksums_opens_and_is_migrated(tmp_path: Path) -> None:
+    from flower.stores._sqlite_file import MIGRATIONS
+
+    path = tmp_path / "v1.db"
+    with sqlite3.connect(path) as conn:  # as flower wrote it before migration 2
+        conn.execute("CREATE TABLE flower_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                     "applied_ms INTEGER NOT NULL)")
+        for statement in MIGRATIONS[0].statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO flower_schema VALUES (1, 'initial schema', 0)")
+        conn.execute("INSERT INTO transcripts (project_key, session_id, subpath, mtime) VALUES (?, ?, '', 1)",
+                     (KEY["project_key"], KEY["session_id"]))
+        conn.execute("INSERT INTO entries (transcript, uuid, type, payload) VALUES (1, 'u1', 'user', ?)",
+                     (json.dumps(user("u1", "old"), separators=(",", ":")),))
+    conn.close()
+    with SqliteSessionStore(path, readonly=True) as reader:  # read-only: checked by structure, not migrated
+        assert reader.load_sync(KEY) == [user("u1", "old")]
+    with SqliteSessionStore(path) as opened:
+        opened.append_sync(KEY, [user("u2", "new")])
+        assert opened.load_sync(KEY) == [user("u1", "old"), user("u2", "new")]
+    with sqlite3.connect(path) as conn:
+        assert [c is None for (c,) in conn.execute("SELECT crc FROM entries ORDER BY seq")] == [True, False]
+    conn.close()
+
+
 def test_corruption_found_later_is_a_store_error_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "rot.db"
     with SqliteSessionStore(path) as opened:
@@ -403,7 +450,7 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO flower_schema (version, name, applied_ms) VALUES (99, 'future', 0)")
     conn.close()
-    assert "schema version 99, newer than this flower (1)" in _refused(path)
+    assert "schema version 99, newer than this flower (2)" in _refused(path)
 
 
 def test_closed_store_says_so(tmp_path: Path) -> None:
@@ -423,14 +470,15 @@ def test_migrations_are_recorded_and_an_old_file_is_migrated_in_place(
     with SqliteSessionStore(path) as opened:
         opened.append_sync(KEY, [user("u1", "kept")])
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT version, name FROM flower_schema").fetchall() == [(1, "initial schema")]
+        assert conn.execute("SELECT version, name FROM flower_schema").fetchall() == [(1, "initial schema"),
+                                                                                      (2, "entry checksums")]
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     conn.close()
 
-    # A later flower adds migration 2; opening the version-1 file applies exactly that one.
-    extra = Migration(2, "entry sizes", ("ALTER TABLE entries ADD COLUMN size INTEGER",))
+    # A later flower adds migration 3; opening the version-2 file applies exactly that one.
+    extra = Migration(3, "entry sizes", ("ALTER TABLE entries ADD COLUMN size INTEGER",))
     monkeypatch.setattr(sqlite_module, "MIGRATIONS", (*sqlite_module.MIGRATIONS, extra))
-    monkeypatch.setattr(sqlite_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(sqlite_module, "SCHEMA_VERSION", 3)
     with SqliteSessionStore(path) as opened:
         assert opened.load_sync(KEY) == [user("u1", "kept")]
     with SqliteSessionStore(path):  # a second open finds nothing left to do
@@ -438,7 +486,8 @@ def test_migrations_are_recorded_and_an_old_file_is_migrated_in_place(
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT version, name FROM flower_schema ORDER BY version").fetchall() == [
             (1, "initial schema"),
-            (2, "entry sizes"),
+            (2, "entry checksums"),
+            (3, "entry sizes"),
         ]
         assert "size" in [row[1] for row in conn.execute("PRAGMA table_info(entries)")]
     conn.close()
