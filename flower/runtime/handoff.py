@@ -57,9 +57,9 @@ __all__ = [
 DEFAULT_WINDOW = 1_000_000
 _MODEL_WINDOWS = (("haiku", 200_000), ("claude-3", 200_000))
 _ONE_M = re.compile(r"(?<![a-z0-9])1m(?![a-z0-9])")
-DEFAULT_MAX_GENERATIONS = 32
-"""A day of work at the measured slope needs at most about 27 generations (docs/runtime.md, "Choosing the
-cap"); 32 leaves room, and the start-over-the-threshold check stops a runaway loop long before."""
+DEFAULT_MAX_GENERATIONS = 64
+"""A day of hands-on work needs at most about 48 cost-driven generations of 30 turns (docs/runtime.md,
+"Choosing the cap"); 64 leaves room, and the start-over-the-threshold check stops a runaway loop long before."""
 
 
 def model_window(model: str | None) -> int | None:

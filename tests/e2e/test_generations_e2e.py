@@ -260,3 +260,34 @@ async def test_the_window_follows_the_model_the_session_reports(
     window = [e for e in events if e.payload.get("subtype") == "window"]
     assert window and window[0].payload["threshold"] == 150_000
     assert any(e.payload.get("subtype") == "model_mismatch" for e in events)
+
+
+async def test_by_default_a_generation_hands_over_where_that_is_cheapest(tmp_path: Path, workspace: Path) -> None:
+    """Issue #27: a generation starting at 6k and growing 500 tokens a turn hands over after about 30 turns
+    (the floor; n* = sqrt(2H / (0.1 * 500)) is 24 to 34 there), far below the 1M window's 750k threshold."""
+    turns: list[int] = []
+
+    def driver(request: Any) -> Any:
+        if "## Doing" in request.text and "hand" in request.text.lower() and not turns[-1:] == [-1]:
+            turns.append(-1)
+            return text(DOC.format(mark="G1"))
+        if turns[-1:] == [-1]:
+            return text("done", usage=Usage(input_tokens=7_000))
+        if len(turns) >= 60:
+            return text("never handed over")
+        turns.append(len(turns))
+        return tool_use("Bash", {"command": "echo work"}, usage=Usage(input_tokens=6_000 + 500 * turns[-1]))
+
+    with ScriptedAPI(handler=driver) as api:
+        rt = runtime(api, tmp_path, workspace, handoff=HandoffPolicy(window=1_000_000))
+        events: list[Event] = []
+        result = await rt.run(solo(), "port the parser", on_event=events.append)
+    assert result.ok and result.text == "done", result.error
+    assert len(result.retired) == 1 and len(result.handoffs) == 1
+    thresholds = [e.payload for e in events if e.kind == "system" and e.payload.get("subtype") == "threshold"]
+    assert thresholds and thresholds[-1]["growth"] == 500 and thresholds[-1]["start"] == 6_000
+    # handed over at a tool boundary once past it (the threshold is recomputed each turn: H grows with the
+    # context, so it moves a little after it was announced)
+    crossed = 6_000 + 500 * (len(turns) - 2)
+    assert crossed >= thresholds[-1]["threshold"] > crossed - 2_000
+    assert 30 <= len(turns) - 2 <= 40

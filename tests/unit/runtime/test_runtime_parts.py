@@ -255,7 +255,7 @@ def test_default_headroom_scales_with_the_window(monkeypatch: pytest.MonkeyPatch
     """Item 6: FLOWER_WINDOW=40000 alone used to be a ConfigError (headroom at least 50k)."""
     policy = RuntimeConfig(window=40_000).handoff_policy()
     assert policy is not None and policy.threshold() == 30_000 and policy.warning() == 20_000
-    assert HandoffPolicy().threshold() == 750_000 and HandoffPolicy().max_generations == 32
+    assert HandoffPolicy().threshold() == 750_000 and HandoffPolicy().max_generations == 64
 
 
 @pytest.mark.parametrize(("error", "kind"), [
