@@ -36,6 +36,7 @@ from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 from flower.runtime.config import RuntimeConfig, RuntimeOptions
 from flower.runtime.control import Steering
+from flower.runtime.economics import Prices
 from flower.runtime.handoff import ContextMeter, HandoffPolicy, overflow_window
 from flower.runtime.host import Step
 from flower.runtime.layers import Generations, Layer, Spill, TurnStop, Walls, WorkbenchLayer, fold
@@ -48,6 +49,7 @@ from flower.runtime.steps import StepResult, append_manifest
 from flower.runtime.stream import EventStream
 from flower.runtime.tally import Tally
 from flower.runtime.tracing import traced
+from flower.stores._common import main_usages
 from flower.util.rundir import checked_sqlite, make_run_dir
 from flower.workbench.bench import Placement, Workbench
 
@@ -156,6 +158,8 @@ class Runtime:
         emit(on_event, Event("step", name, payload={"phase": "start", "resume": resume, "agent_name": spec.name,
                                                     "model": spec.model, "run_id": self.run_id}))
         step = Step(spec, prompt, name, ContextMeter(), Tally(), on_event)
+        if resume is not None:
+            await self._seed(step.meter, resume)
         end = await run_step(self, step, resume, fork)
         tally, meter = step.tally, step.meter
         result = StepResult(
@@ -198,6 +202,19 @@ class Runtime:
     def interrupt(self, message: str = "") -> None:
         """Stop the current turn cooperatively; the session resumes with `message`. Thread-safe."""
         self._steering.interrupt(message)
+
+    async def _seed(self, meter: ContextMeter, session_id: str) -> None:
+        """A resumed session continues its generation (each generation is one session): the meter starts
+        from the contexts its stored replies reported, so a restart neither restarts the cost-driven
+        threshold's count nor measures the growth from the resumed, smaller context."""
+        try:
+            entries = await self.store.load(self._key(session_id)) or []  # type: ignore[arg-type]
+        except Exception:  # a store that cannot load: the resume itself reports it
+            return
+        for ident, model, usage in main_usages(entries):
+            if model != meter.model:
+                meter.model, meter.prices = model, Prices.of(model)
+            meter.observe(ident, usage)
 
     async def has_history(self, session_id: str) -> bool:
         """The store holds a prompt or a reply of this session: a resume of it has a conversation to continue

@@ -40,6 +40,7 @@ __all__ = [
     "fold_summary",
     "fresh_indexes",
     "last_context",
+    "main_usages",
     "next_mtime",
     "now_ms",
     "parse_row",
@@ -166,6 +167,24 @@ def last_context(newest_first: Iterable[SessionStoreEntry | dict[str, Any]]) -> 
         if tokens > 0:
             return tokens
     return None
+
+
+def main_usages(entries: Iterable[SessionStoreEntry | dict[str, Any]]) -> list[tuple[str | None, str, dict[str, Any]]]:
+    """(message id, model, usage) of each distinct main-thread API message, oldest first: one API message
+    is stored as several entries (a block each) carrying the same usage, so it counts once."""
+    seen: set[str] = set()
+    found: list[tuple[str | None, str, dict[str, Any]]] = []
+    for raw in entries:
+        message = _real_main_assistant(cast("dict[str, Any]", raw))
+        if message is None or not message_context(message["usage"]):
+            continue
+        ident = message.get("id") if isinstance(message.get("id"), str) else None
+        if ident is not None and ident in seen:
+            continue
+        if ident is not None:
+            seen.add(ident)
+        found.append((ident, str(message.get("model") or ""), message["usage"]))
+    return found
 
 
 def parse_row(payload: Any, *, store: str, key: TranscriptKey | str, row: int | str) -> SessionStoreEntry:

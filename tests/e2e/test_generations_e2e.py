@@ -291,3 +291,22 @@ async def test_by_default_a_generation_hands_over_where_that_is_cheapest(tmp_pat
     crossed = 6_000 + 500 * (len(turns) - 2)
     assert crossed >= thresholds[-1]["threshold"] > crossed - 2_000
     assert 30 <= len(turns) - 2 <= 40
+
+
+async def test_a_resumed_session_continues_its_generations_count(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Issue #27: a restart resumes the session of its generation; the cost-driven threshold goes on from the
+    contexts the stored replies reported (before, the count and the start began again at the resume)."""
+    grow = [tool_use("Bash", {"command": "echo work"}, usage=Usage(input_tokens=6_000 + 500 * i)) for i in range(10)]
+    scripted_api.script([*grow, text("paused"), tool_use("Bash", {"command": "echo more"},
+                                                        usage=Usage(input_tokens=11_500)), text("done")])
+    first = await runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=1_000_000)).run(
+        solo(), "port the parser")
+    assert first.ok and first.text == "paused"
+    events: list[Event] = []
+    again = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=1_000_000))
+    result = await again.run(solo(), "go on", resume=first.session_id, on_event=events.append)
+    assert result.ok and result.text == "done", result.error
+    thresholds = [e.payload for e in events if e.kind == "system" and e.payload.get("subtype") == "threshold"]
+    assert thresholds and thresholds[0]["start"] == 6_000  # measured from the generation's first reply
