@@ -145,6 +145,8 @@ ORPHAN_RESULT = (
 
 # --- generations and interrupts ---------------------------------------------------------------
 # S-22: asked of the same session when its context nears the window. The reply is saved verbatim.
+HANDOFF_FOCUS = "\nA person asked for this handoff now. Write the document for this focus of the next session: {goal}\n"
+"""Appended to HANDOFF_REQUEST when `Runtime.handoff(goal)` gave a focus."""
 HANDOFF_REQUEST = """\
 Your context is nearly full. A fresh session will take over this work from a handoff document that you
 write now. It sees nothing of this conversation, only the document and the workbench. Do not call tools.

@@ -21,6 +21,8 @@ class Steering:
 
     def __init__(self) -> None:
         self.note: str | None = None
+        self.handoff: str | None = None
+        """A handoff asked for by a person (`Runtime.handoff`), with its focus (empty: none), or None."""
         self._client: ClaudeSDKClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 

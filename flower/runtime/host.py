@@ -45,7 +45,7 @@ class Step:
 class Host(Protocol):
     """What the step loop uses of its runtime."""
 
-    handoff: HandoffPolicy | None
+    handoff_policy: HandoffPolicy | None
     refresh: RefreshPolicy | None
     retry: RetryPolicy | None
     store: SessionStore

@@ -92,7 +92,7 @@ def _observed(runtime: Host, step: Step, state: State) -> State:
 
 
 def _limits(runtime: Host, step: Step) -> Limits:
-    handoff, retry = runtime.handoff, runtime.retry
+    handoff, retry = runtime.handoff_policy, runtime.retry
     return Limits(
         prompt=step.prompt, generations=handoff is not None, max_generations=_max_generations(runtime),
         retries=retry is not None, max_attempts=retry.max_attempts if retry is not None else 1,
@@ -102,7 +102,7 @@ def _limits(runtime: Host, step: Step) -> Limits:
 
 
 def _max_generations(runtime: Host) -> int:
-    return runtime.handoff.max_generations if runtime.handoff is not None else 0
+    return runtime.handoff_policy.max_generations if runtime.handoff_policy is not None else 0
 
 
 def _refreshed(step: Step, outcome: Outcome, session: str | None) -> None:

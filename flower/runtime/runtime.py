@@ -98,7 +98,7 @@ class Runtime:
         if self.workbench is not None:
             self.workbench.ensure()
         self.spill_threshold = cfg.spill_threshold
-        self.handoff: HandoffPolicy | None = cfg.handoff_policy()
+        self.handoff_policy: HandoffPolicy | None = cfg.handoff_policy()
         self.refresh: RefreshPolicy | None = _policy(cfg.refresh, RefreshPolicy())
         self.retry: RetryPolicy | None = _policy(cfg.resilience, RetryPolicy())
         self.portable = cfg.portable
@@ -203,6 +203,14 @@ class Runtime:
         """Stop the current turn cooperatively; the session resumes with `message`. Thread-safe."""
         self._steering.interrupt(message)
 
+    def handoff(self, goal: str = "") -> None:
+        """Hand over to a new generation at the next main-thread tool boundary, whatever the threshold, with
+        `goal` as the focus the handoff document is written for (as Claude Code's `/compact <focus>`).
+        Thread-safe; needs generations on (`handoff=` not None)."""
+        if self.handoff_policy is None:
+            raise ConfigError("a handoff needs generations: this runtime runs with handoff=None")
+        self._steering.handoff = " ".join(goal.split())
+
     async def _seed(self, meter: ContextMeter, session_id: str) -> None:
         """A resumed session continues its generation (each generation is one session): the meter starts
         from the contexts its stored replies reported, so a restart neither restarts the cost-driven
@@ -230,12 +238,12 @@ class Runtime:
         the window of the model in use (once a session reported it), else the spec's (under this runtime's
         config), else ANTHROPIC_MODEL."""
         model = self.config.apply(spec).model
-        return self.handoff.threshold(model, **self._window_facts()) if self.handoff else None
+        return self.handoff_policy.threshold(model, **self._window_facts()) if self.handoff_policy else None
 
     def window(self, spec: AgentSpec) -> int | None:
         """The context window in tokens the threshold is computed from, or None without generations."""
         model = self.config.apply(spec).model
-        return self.handoff.resolve_window(model, **self._window_facts()) if self.handoff else None
+        return self.handoff_policy.resolve_window(model, **self._window_facts()) if self.handoff_policy else None
 
     def _window_facts(self) -> dict[str, Any]:
         return {"reported": self._model, "env_model": self._cli_env().get("ANTHROPIC_MODEL"),
@@ -283,7 +291,7 @@ class Runtime:
         layers: list[Layer] = []
         if self.workbench is not None:
             layers += [WorkbenchLayer(self.workbench, self.placement), Spill(self.workbench, self.spill_threshold)]
-        if self.handoff is not None:
+        if self.handoff_policy is not None:
             layers.append(Generations())
         if stop_hook is not None:
             layers.append(TurnStop(stop_hook))

@@ -248,10 +248,10 @@ class Session:
     def _watch(self) -> None:
         """Mark the crossing, and warn once when the context first comes near it."""
         runtime, spec, meter = self.runtime, self.step.spec, self.step.meter
-        assert runtime.handoff is not None
+        assert runtime.handoff_policy is not None
         threshold = runtime.threshold(spec) or 0
-        warning = runtime.handoff.warning(spec.model, **runtime._window_facts())
-        cost = meter.cost_threshold(runtime.handoff.min_turns) if runtime.handoff.auto else None
+        warning = runtime.handoff_policy.warning(spec.model, **runtime._window_facts())
+        cost = meter.cost_threshold(runtime.handoff_policy.min_turns) if runtime.handoff_policy.auto else None
         if cost is not None and cost < threshold:
             self._announce(cost)
             threshold, warning = cost, cost  # no warning: a cost-driven handoff is routine, not a squeeze
@@ -316,7 +316,12 @@ class Session:
     async def _ask_handoff(self, client: ClaudeSDKClient) -> None:
         """The exempt round: the same session writes its handoff; one retry when sections are missing."""
         why = "the handoff was incomplete (no non-empty ## Doing and ## Next)"
-        for request in (texts.HANDOFF_REQUEST, texts.HANDOFF_RETRY):
+        goal, self.runtime._steering.handoff = self.runtime._steering.handoff, None
+        focus = texts.HANDOFF_FOCUS.format(goal=goal) if goal else ""
+        if goal is not None:
+            emit(self.step.on_event, Event("system", "handoff asked for" + (f": {goal}" if goal else ""),
+                                           payload={"subtype": "handoff_asked", "goal": goal}))
+        for request in (texts.HANDOFF_REQUEST + focus, texts.HANDOFF_RETRY):
             await client.query(request)
             reply = ""
             async for msg in client.receive_response():
@@ -345,7 +350,9 @@ class Session:
             if input_data.get("agent_id"):
                 return {}
             await self._wait_seen(tool_use_id)
-            if self.crossed:  # set only with generations on (`_watch`)
+            if self.runtime._steering.handoff is not None and self.runtime.handoff_policy is not None:
+                self.crossed = True  # a person asked for it (`Runtime.handoff`)
+            if self.crossed:  # set only with generations on (`_watch`, `Runtime.handoff`)
                 self.stopped = True
                 return {"continue_": False, "stopReason": "flower: handoff to a new generation"}
             if not self.stopped and await self.refresh_due():

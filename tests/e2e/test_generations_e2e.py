@@ -12,6 +12,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 
 from flower.agent.events import Event
 from flower.agent.spec import AgentSpec
+from flower.errors import ConfigError
 from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.resilience import RetryPolicy
 from flower.runtime.runtime import Runtime
@@ -310,3 +311,30 @@ async def test_a_resumed_session_continues_its_generations_count(
     assert result.ok and result.text == "done", result.error
     thresholds = [e.payload for e in events if e.kind == "system" and e.payload.get("subtype") == "threshold"]
     assert thresholds and thresholds[0]["start"] == 6_000  # measured from the generation's first reply
+
+
+async def test_a_person_hands_over_at_the_next_tool_boundary_with_a_focus(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Issue #27: `rt.handoff(goal)` hands over at the next main-thread tool boundary, far below any
+    threshold, and the handoff request carries the focus (as Claude Code's `/compact <focus>`)."""
+    scripted_api.script([
+        tool_use("Bash", {"command": "echo work"}, usage=Usage(input_tokens=6_000)), text(DOC.format(mark="G1")),
+        text("done", usage=Usage(input_tokens=6_500)),
+    ])
+    rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=1_000_000))
+    events: list[Event] = []
+
+    def on_event(event: Event) -> None:
+        events.append(event)
+        if event.kind == "tool_call" and not any(e.kind == "handoff" for e in events):
+            rt.handoff("finish the lexer first")
+
+    result = await rt.run(solo(), "port the parser", on_event=on_event)
+    assert result.ok and result.text == "done", result.error
+    assert len(result.handoffs) == 1 and len(result.retired) == 1
+    asked = scripted_api.main_requests[1].text
+    assert "## Doing" in asked and "finish the lexer first" in asked
+    assert any(e.payload.get("subtype") == "handoff_asked" for e in events if e.kind == "system")
+    with pytest.raises(ConfigError, match="needs generations"):
+        runtime(scripted_api, tmp_path, workspace, handoff=None).handoff("x")

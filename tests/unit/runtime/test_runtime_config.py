@@ -122,12 +122,12 @@ def test_runtime_keywords_override_the_config(tmp_path: Path) -> None:
     rt = Runtime(tmp_path, config=base, spill_threshold=50, env=None)
     assert rt.config == replace(base, spill_threshold=50, env={})
     assert rt.spill_threshold == 50 and rt.workbench is None and rt.placement == "system" and not rt.portable
-    assert rt.handoff == HandoffPolicy(window=200_000, headroom=5_000, max_generations=4, at=30_000)
+    assert rt.handoff_policy == HandoffPolicy(window=200_000, headroom=5_000, max_generations=4, at=30_000)
     assert rt.refresh == TUNED.refresh and rt.retry == TUNED.resilience and rt.env == {}  # env=None: none
     assert Runtime(tmp_path, config=base).env == TUNED.env
     with pytest.raises(TypeError, match="unexpected keyword argument 'spill'"):
         Runtime(tmp_path, run_dir=tmp_path / "runs", spill=1)  # type: ignore[call-arg]
-    assert Runtime(tmp_path, run_dir=tmp_path / "runs", handoff=False).handoff is None
+    assert Runtime(tmp_path, run_dir=tmp_path / "runs", handoff=False).handoff_policy is None
 
 
 def test_runtime_options_name_every_field() -> None:
@@ -208,8 +208,8 @@ def test_a_worker_adopts_the_recorded_config_whatever_its_environment(
     try:
         live = durable._adopt("adopted-1", meta)
         assert live.runtime.config == replace(RuntimeConfig.from_dict(recorded), run_dir=str(tmp_path / "runs"))
-        assert live.runtime.spill_threshold == 300 and live.runtime.handoff is not None
-        assert live.runtime.handoff.at == 30_000 and live.runtime.env == {}
+        assert live.runtime.spill_threshold == 300 and live.runtime.handoff_policy is not None
+        assert live.runtime.handoff_policy.at == 30_000 and live.runtime.env == {}
     finally:
         durable._LIVE.pop("adopted-1", None)
 
