@@ -17,7 +17,7 @@ Invariants:
   the core tools its main thread does not use and no agent names (`COORDINATOR_UNUSED`: the hands-on
   Write/Edit/NotebookEdit, walled there anyway, and the CLI's deferred tools; with none deferred the
   CLI also drops ToolSearch), and turns off the CLI's auto memory, whose prompt section tells the main
-  thread to Write files it may not write. Measured in `python -m bench --only economy`.
+  thread to Write files it may not write, and its periodic main-thread reminders (`LEAN_ENV`). Measured in `python -m bench --only economy`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from flower.walls.dispatch import MARK
 from flower.walls.guard import Hooks, delegate_guard, fork_guard, mcp_guard, merge_hooks, whitelist_guard
 
 __all__ = [
-    "BUILTIN_AGENTS", "COORDINATOR_UNUSED", "OPTIONAL_BUILTINS", "build_options", "check_isolation", "isolated_types",
+    "BUILTIN_AGENTS", "COORDINATOR_UNUSED", "LEAN_ENV", "OPTIONAL_BUILTINS", "build_options", "check_isolation", "isolated_types",
     "lean_env", "spec_guards", "unused_builtins",
 ]
 
@@ -76,11 +76,22 @@ def unused_builtins(spec: AgentSpec) -> list[str]:
     return unused
 
 
+LEAN_ENV = {
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+    "CLAUDE_CODE_SILENT_TURN_REMINDER": "0",
+    "CLAUDE_CODE_TODO_REMINDER_MODE": "off",
+}
+"""The bundled CLI's switches for a lean delegating spec: no auto-memory section (about 2,100 chars; its
+memory would be written with the walled Write), no "The user hasn't heard from you in a while" reminder
+and no "The task tools haven't been used recently" reminder, which land in the main thread's history
+every few turns (about 60 chars a turn measured over 40 turns) and would be carried by every later turn."""
+
+
 def lean_env(spec: AgentSpec) -> dict[str, str]:
-    """The CLI switches a lean spec sets (its own `env` overrides them): a delegating main thread gets no
-    auto-memory section (about 2,100 chars), since its memory would be written with the walled Write."""
+    """The CLI switches a lean spec sets (its own `env` overrides them): `LEAN_ENV` for a delegating main
+    thread."""
     if spec.lean and spec.delegate_only:
-        return {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
+        return dict(LEAN_ENV)
     return {}
 
 

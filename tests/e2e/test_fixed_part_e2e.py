@@ -62,3 +62,24 @@ async def test_a_lean_coordinator_request_lacks_the_cut_tools_and_its_worker_kee
     assert not any(f"\n{tool}\n" in deferred[True] for tool in DEFERRED)
     assert all(f"\n{tool}" in deferred[True] for tool in PLAN)
     assert {"Agent", "Bash", "Read", "Edit"} <= named[True]
+
+
+@pytest.mark.parametrize("lean", [True, False])
+async def test_a_lean_coordinator_carries_no_periodic_reminders(tmp_path: Path, lean: bool) -> None:
+    """Issue #27: the CLI adds "The user hasn't heard from you in a while" and "The task tools haven't been
+    used recently" to the main thread every few turns; a lean coordinator's 40 glances carry neither (the
+    non-lean control shows the CLI does add them)."""
+    from dataclasses import replace
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("x")
+    lead = replace(coordinator("lead", "Goal: look.", {"hands": worker("w", "You work.")}), lean=lean)
+    steps = [tool_use("Read", {"file_path": str(workspace / "a.txt")}) for _ in range(40)] + [text("ok")]
+    with ScriptedAPI(steps, check_tools=False) as api:
+        options = build_options(lead, cwd=workspace)
+        options.env = {**options.env, **api.cli_env(tmp_path / "home")}
+        await collect("go", options)
+        history = api.main_requests[-1].text
+    reminders = history.count("heard from you") + history.count("haven't been used")
+    assert (reminders == 0) if lean else (reminders >= 4)

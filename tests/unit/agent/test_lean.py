@@ -9,7 +9,8 @@ from flower.agent.options import COORDINATOR_UNUSED, build_options, lean_env, un
 from flower.agent.roles import coordinator, worker
 from flower.agent.spec import AgentSpec
 
-MEMORY_OFF = {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
+MEMORY_OFF = {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1", "CLAUDE_CODE_SILENT_TURN_REMINDER": "0",
+              "CLAUDE_CODE_TODO_REMINDER_MODE": "off"}
 
 
 def _lead(*tool_lists: list[str] | None, **kwargs: object) -> AgentSpec:
