@@ -93,6 +93,14 @@ class Generation:
     """`start`: the first session; `handoff`: a generation after a retired one; `session`: another step."""
     slope: float | None
     """Least-squares growth of its main-thread context, tokens per turn (None below two points)."""
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    """Its main-thread input and output, summed over its API messages: `usage.prompt` is the context it
+    carried in all, `cache_creation` what it wrote to the cache (its first message: what starting it cost)."""
+    opening_write: int = 0
+    """Cache-write tokens of its first API message: what the handoff or resume that started it cost."""
+    priced: float = 0.0
+    """Its main-thread input priced as the API prices it, in input-token equivalents (cache read and write at
+    the model's ratios, `flower.runtime.economics`)."""
 
 
 @dataclass(frozen=True)
@@ -271,17 +279,26 @@ def _contexts(entries: Sequence[Entry]) -> list[int]:
 
 
 def _generations(
-    main: Mapping[str, list[Entry]], retired: frozenset[str]
+    main: Mapping[str, list[Entry]], retired: frozenset[str], model: str | None = None
 ) -> tuple[list[int], list[Generation]]:
+    from flower.runtime.economics import Prices, request_cost
+
+    prices = Prices.of(model)
     contexts: list[int] = []
     generations: list[Generation] = []
     previous: str | None = None
     for session, entries in main.items():
         points = _contexts(entries)
+        usages = [u for u in (usage_of(e) for _, e in api_messages(entries)) if u.prompt > 0]
+        total = TokenUsage(*(sum(getattr(u, f) for u in usages) for f in ("input", "cache_read", "cache_creation",
+                                                                             "output")))
+        priced = request_cost({"input_tokens": total.input, "cache_read_input_tokens": total.cache_read,
+                               "cache_creation_input_tokens": total.cache_creation}, prices)
         kind: Literal["start", "handoff", "session"] = (
             "start" if previous is None else "handoff" if previous in retired else "session"
         )
-        generations.append(Generation(session, len(contexts), len(points), kind, least_squares_slope(points)))
+        generations.append(Generation(session, len(contexts), len(points), kind, least_squares_slope(points),
+                                      total, usages[0].cache_creation if usages else 0, priced))
         contexts.extend(points)
         previous = session
     return contexts, generations
@@ -355,8 +372,8 @@ def analyze(
     subs: dict[str, Sequence[Entry]] = {**inline, **(sub_entries_by_agent or {})}
     per_agent = {agent: _thread(entries) for agent, entries in subs.items()}
     all_main = [e for entries in main.values() for e in entries]
-    contexts, generations = _generations(main, frozenset(retired))
     model = last_model(all_main)
+    contexts, generations = _generations(main, frozenset(retired), model)
     if threshold is None:
         from flower.runtime.handoff import HandoffPolicy
 
