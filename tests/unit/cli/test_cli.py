@@ -408,6 +408,10 @@ def test_live_view_tracks_subagents_spills_cost_and_handoffs() -> None:
     assert view.context is None and "# handoff: generation 2 continues from /n/handoff.md" in sink.getvalue()
     view.update(Event("kind-from-the-future", "x"))  # type: ignore[arg-type]
     assert view.status_line() == "context ? / 1K | subagents none active | spills 1 | $0.3000 | 0:00"
+    view.update(Event("system", "handoff threshold 800 tokens (cost-driven: ...)",
+                      payload={"subtype": "threshold", "threshold": 800, "cost_driven": True}))
+    assert "# handoff threshold 800 tokens" in sink.getvalue()  # the generation's own threshold, shown
+    assert view.status_line() == "context ? / 800 | subagents none active | spills 1 | $0.3000 | 0:00"
 
 
 # --- a PostgreSQL store (B-9) ---------------------------------------------------------------------------
