@@ -5,7 +5,7 @@ then its last session) and the ones its attempts recorded in the run's DBOS stre
 (the attempt in flight). Everything below is what `flower report` and `flower logs` compute from those
 sessions: `flower.report.analysis` for the numbers, `flower.report.html`'s SVG charts for the context curve
 (handoffs and new sessions marked) and the threads over time, `flower.report.breakdown` for cost by worker
-and model, `flower.report.logs.conversation` for the log of one session.
+and model, `flower.report.logs` for the log of one session, line for line as `flower logs --full` prints it.
 
 Invariants: pure reading; an unknown run is `UnknownRun` (the app answers 404); the charts are built by
 the report's own functions, which escape every text they draw, and every other text stays plain data for
@@ -15,11 +15,10 @@ the page to put in as text, never as markup.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from flower.errors import FlowerError
-from flower.web.runs import question_json, run_rows
+from flower.web.runs import in_flight, question_json, run_rows, session_now
 from flower.web.source import Source
 
 __all__ = ["UnknownRun", "run_view"]
@@ -110,7 +109,7 @@ def _charts(data: Any) -> dict[str, Any]:
 
 def _log(data: Any, session: str | None) -> tuple[str | None, list[dict[str, Any]]]:
     """The chosen session's conversation as `flower logs` builds it (the newest session by default)."""
-    from flower.report.logs import conversation
+    from flower.report.logs import conversation, item_lines
     from flower.report.rundata import RunData
 
     chosen = session if session in data.main else (list(data.main)[-1] if data.main else None)
@@ -118,8 +117,10 @@ def _log(data: Any, session: str | None) -> tuple[str | None, list[dict[str, Any
         return None, []
     one = RunData(chosen, data.run_dir, data.steps, main={chosen: data.main[chosen]}, keys=data.keys,
                   subagents=data.subagents, workspace=data.workspace)
-    items = conversation(one)
-    return chosen, [asdict(item) for item in items[-MAX_LOG:]]
+    items = conversation(one)[-MAX_LOG:]
+    return chosen, [{"kind": item.kind, "depth": item.depth, "time": item.time,
+                     "lines": [{"text": text, "style": style} for text, style in item_lines(item, full=True)]}
+                    for item in items]
 
 
 def run_view(source: Source, run_id: str, *, session: str | None = None) -> dict[str, Any]:
@@ -135,6 +136,9 @@ def run_view(source: Source, run_id: str, *, session: str | None = None) -> dict
     rows = [r for r in read_manifest(source.run_dir if source.run_dir.is_dir() else None)
             if r.get("run_id") == run_id]
     steps = _steps(rows, source.stream_sessions(run_id), run["state"] == "running")
+    if run["state"] == "running":  # cost so far: the finished attempts' recorded cost, and the ones in flight
+        run["cost_usd"] = round(run["cost_usd"] + sum(session_now(source, s)[1]
+                                                      for s in in_flight(source, run_id, rows)), 6)
     sessions = list(dict.fromkeys(s for step in steps for s in step["sessions"]))
     data = _load(source, sessions, rows)
     chosen, log = _log(data, session)

@@ -3,7 +3,8 @@
 A row is `flower runs`'s row (`flower.flow.runs.list_runs`: state, steps done / total, cost of the finished
 attempts) plus the main thread's context now and the questions waiting on the run (`flower asks`'s
 `pending_questions` over the same mailbox). The context of a finished step comes from its manifest row; of
-a step in flight, from its session's stored transcript, found through the session the attempt recorded.
+a step in flight, from its session's stored transcript, found through the session the attempt recorded,
+and what that session has cost so far is added to the run's cost.
 
 Invariants: pure reading (see `flower.web.source`); the result is JSON-ready, and two reads of an unchanged
 source give equal results (the live stream sends only what changed).
@@ -16,7 +17,7 @@ from typing import Any
 
 from flower.web.source import Source
 
-__all__ = ["question_json", "run_rows", "runs_view", "session_context"]
+__all__ = ["in_flight", "question_json", "run_rows", "runs_view", "session_now"]
 
 
 def question_json(question: Any) -> dict[str, Any]:
@@ -24,18 +25,28 @@ def question_json(question: Any) -> dict[str, Any]:
             "options": list(question.options), "asked_at": question.asked_at}
 
 
-def session_context(source: Source, session: str) -> int | None:
-    """The main thread's context (tokens) at the session's last API message, from the store."""
+def session_now(source: Source, session: str) -> tuple[int | None, float]:
+    """A session in flight, from the store: the main thread's context (tokens) at its last API message, and
+    what its API messages (its workers' included) cost so far, priced as `flower report --by` prices them."""
+    from flower.errors import FlowerError
     from flower.report.analysis import analyze
+    from flower.report.breakdown import breakdown
     from flower.report.rundata import load_session
 
     with source.session_store() as base:
         try:
             data = load_session(session, base, source.run_dir if source.run_dir.is_dir() else None)
-        except Exception:  # noqa: BLE001 - a session the CLI has not stored yet has no context to show
-            return None
+        except FlowerError:  # recorded, but the CLI has stored nothing of it yet
+            return None, 0.0
     contexts = analyze(data.main).contexts
-    return contexts[-1] if contexts else None
+    return (contexts[-1] if contexts else None), breakdown(data, "worker")[-1].cost_usd
+
+
+def in_flight(source: Source, run_id: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The sessions the run's attempts recorded that no manifest row of the run names yet: in flight."""
+    done = {s for row in rows if row.get("run_id") == run_id
+            for s in [row.get("session_id"), *(row.get("retired") or [])]}
+    return list(dict.fromkeys(s["session_id"] for s in source.stream_sessions(run_id) if s["session_id"] not in done))
 
 
 def _manifest(source: Source) -> list[dict[str, Any]]:
@@ -44,15 +55,17 @@ def _manifest(source: Source) -> list[dict[str, Any]]:
     return read_manifest(source.run_dir if source.run_dir.is_dir() else None)
 
 
-def _context_now(source: Source, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> int | None:
+def _now(source: Source, run: dict[str, Any], rows: Sequence[Mapping[str, Any]]) -> None:
+    """Set the run's context now, and add what its attempts in flight have cost so far to its cost."""
     mine = [row for row in rows if row.get("run_id") == run["run_id"]]
-    if run["state"] == "running":
-        done = {row.get("session_id") for row in mine}
-        flying = [s["session_id"] for s in source.stream_sessions(run["run_id"]) if s["session_id"] not in done]
-        if flying:
-            return session_context(source, str(flying[-1]))
     recorded = [row.get("context") for row in mine if isinstance(row.get("context"), int)]
-    return recorded[-1] if recorded else None
+    run["context"] = recorded[-1] if recorded else None
+    if run["state"] != "running":
+        return
+    for session in in_flight(source, run["run_id"], mine):
+        context, cost = session_now(source, session)
+        run["context"] = context if context is not None else run["context"]
+        run["cost_usd"] = round(run["cost_usd"] + cost, 6)
 
 
 def run_rows(source: Source) -> list[dict[str, Any]]:
@@ -71,7 +84,7 @@ def runs_view(source: Source) -> dict[str, Any]:
     manifest = _manifest(source)
     runs = []
     for run in run_rows(source):
-        run["context"] = _context_now(source, run, manifest)
+        _now(source, run, manifest)
         run["questions"] = [q for q in waiting if q["run"] == run["run_id"]]
         runs.append(run)
     return {"source": source.label, "runs": runs, "questions": waiting}

@@ -69,7 +69,7 @@
 
   // --- the runs list -------------------------------------------------------------------------------
   var COLUMNS = [["run_id", "run"], ["workflow", "workflow"], ["state", "state"], ["done", "steps"],
-                 ["cost_usd", "cost"], ["context", "context now"], ["questions", "waiting"], ["started", "started"]];
+                 ["cost_usd", "cost so far"], ["context", "context now"], ["questions", "waiting"], ["started", "started"]];
   var sortKey = "started", sortDown = false, lastRuns = [];
   function cell(run, key) {
     if (key === "run_id") return el("a", {href: "/runs/" + encodeURIComponent(run.run_id), text: run.run_id});
@@ -141,11 +141,14 @@
   function renderLog(items) {
     var list = clear($("log"));
     items.forEach(function (item) {
-      var when = item.time ? item.time.slice(11, 19) + " " : "";
-      list.appendChild(el("li", {"class": "item kind-" + item.kind + " depth-" + item.depth},
-        el("span", {"class": "when", text: when}), el("span", {"class": "who", text: item.who}),
-        item.tool ? el("span", {"class": "tool", text: " " + item.tool}) : null,
-        el("span", {"class": "text", text: " " + item.text})));
+      var li = el("li", {"class": "item kind-" + item.kind + " depth-" + item.depth});
+      item.lines.forEach(function (line, i) {
+        var when = i === 0 && item.time && item.kind !== "session" ? item.time.slice(11, 19) : "";
+        var styles = (line.style || "").split(" ").filter(Boolean).map(function (s) { return "s-" + s; });
+        li.appendChild(el("div", {"class": ["line"].concat(styles).join(" ")},
+          el("span", {"class": "when", text: when}), el("span", {"class": "text", text: line.text})));
+      });
+      list.appendChild(li);
     });
   }
   function renderRun(view) {
@@ -153,7 +156,7 @@
     $("run-id").textContent = run.run_id;
     $("state").textContent = run.failed_at ? run.state + " at " + run.failed_at : run.state;
     $("state").setAttribute("data-state", run.state);
-    $("summary").textContent = run.workflow + " · " + run.done + "/" + run.total + " steps · " + money(run.cost_usd) +
+    $("summary").textContent = run.workflow + " · " + run.done + "/" + run.total + " steps · " + money(run.cost_usd) + " so far" +
       " · context now " + tokens(view.contexts.length ? view.contexts[view.contexts.length - 1] : null) +
       (view.threshold ? " of " + tokens(view.threshold) + " (handoff)" : "") + " · model " + (view.model || "?") +
       " · tool errors " + view.tool_errors.main + " main / " + view.tool_errors.subagents + " workers · " +
