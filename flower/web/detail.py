@@ -2,7 +2,7 @@
 
 The run's sessions are the ones its manifest rows name (finished attempts: each generation it retired,
 then its last session) and the ones its attempts recorded in the run's DBOS stream the instant they began
-(the attempt in flight). Everything below is what `flower report` and `flower logs` compute from those
+(the attempt in flight), each with the machine that ran it (its workflow's DBOS executor). Everything below is what `flower report` and `flower logs` compute from those
 sessions: `flower.report.analysis` for the numbers, `flower.report.html`'s SVG charts for the context curve
 (handoffs and new sessions marked) and the threads over time, `flower.report.breakdown` for cost by worker
 and model, `flower.report.logs` for the log of one session, line for line as `flower logs --full` prints it.
@@ -39,6 +39,17 @@ def _sessions_of(row: Mapping[str, Any]) -> list[str]:
     return [s for s in ids if isinstance(s, str) and s]
 
 
+def _flight_state(record: Mapping[str, Any], running: bool) -> str:
+    """The state of an attempt no manifest row here names: a parallel branch another machine ran writes
+    its row in that machine's run dir, so its branch workflow's DBOS status says how it ended."""
+    status = record.get("workflow_status")
+    if status == "SUCCESS" and "/" in str(record.get("workflow_id")):  # a branch: `RUN/step[i]`
+        return "done"
+    if status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+        return "failed"
+    return "running" if running and status in ("PENDING", "ENQUEUED") else "unfinished"
+
+
 def _steps(rows: Sequence[Mapping[str, Any]], flying: Sequence[Mapping[str, Any]], running: bool) -> list[dict[str, Any]]:
     """One entry per attempt, in order: the finished ones from the manifest, then each recorded session
     no finished row names (in flight while the run runs, else left unfinished)."""
@@ -49,13 +60,17 @@ def _steps(rows: Sequence[Mapping[str, Any]], flying: Sequence[Mapping[str, Any]
         step["sessions"] = _sessions_of(row)
         step["handoffs"] = len(row.get("retired") or [])
         steps.append(step)
+    where = {r["session_id"]: r for r in flying}
+    for step in steps:
+        first = next((where[s] for s in step["sessions"] if s in where), {})
+        step["machine"], step["branch"] = first.get("machine"), first.get("workflow_id")
     known = {s for step in steps for s in step["sessions"]}
     for record in flying:
         if record["session_id"] not in known:
             known.add(record["session_id"])
             steps.append({"step": record.get("label") or record.get("step"), "ok": None,
-                          "state": "running" if running else "unfinished", "sessions": [record["session_id"]],
-                          "branch": record.get("workflow_id"), "handoffs": 0})
+                          "state": _flight_state(record, running), "sessions": [record["session_id"]],
+                          "branch": record.get("workflow_id"), "machine": record.get("machine"), "handoffs": 0})
     return steps
 
 
@@ -135,10 +150,11 @@ def run_view(source: Source, run_id: str, *, session: str | None = None) -> dict
     run = found[0]
     rows = [r for r in read_manifest(source.run_dir if source.run_dir.is_dir() else None)
             if r.get("run_id") == run_id]
-    steps = _steps(rows, source.stream_sessions(run_id), run["state"] == "running")
+    records = source.stream_sessions(run_id)
+    steps = _steps(rows, records, run["state"] == "running")
     if run["state"] == "running":  # cost so far: the finished attempts' recorded cost, and the ones in flight
-        run["cost_usd"] = round(run["cost_usd"] + sum(session_now(source, s)[1]
-                                                      for s in in_flight(source, run_id, rows)), 6)
+        run["cost_usd"] = round(run["cost_usd"] + sum(session_now(source, str(r["session_id"]))[1]
+                                                      for r in in_flight(records, run_id, rows)), 6)
     sessions = list(dict.fromkeys(s for step in steps for s in step["sessions"]))
     data = _load(source, sessions, rows)
     chosen, log = _log(data, session)

@@ -4,7 +4,8 @@ A row is `flower runs`'s row (`flower.flow.runs.list_runs`: state, steps done / 
 attempts) plus the main thread's context now and the questions waiting on the run (`flower asks`'s
 `pending_questions` over the same mailbox). The context of a finished step comes from its manifest row; of
 a step in flight, from its session's stored transcript, found through the session the attempt recorded,
-and what that session has cost so far is added to the run's cost.
+and what that session has cost so far is added to the run's cost; `machines` names who runs the attempts
+in flight (the DBOS executor of the run or of its parallel branch: on a fleet, a worker's `--id`).
 
 Invariants: pure reading (see `flower.web.source`); the result is JSON-ready, and two reads of an unchanged
 source give equal results (the live stream sends only what changed).
@@ -42,11 +43,11 @@ def session_now(source: Source, session: str) -> tuple[int | None, float]:
     return (contexts[-1] if contexts else None), breakdown(data, "worker")[-1].cost_usd
 
 
-def in_flight(source: Source, run_id: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The sessions the run's attempts recorded that no manifest row of the run names yet: in flight."""
+def in_flight(records: Sequence[Mapping[str, Any]], run_id: str, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The recorded sessions (`Source.stream_sessions`) no manifest row of the run names yet: in flight."""
     done = {s for row in rows if row.get("run_id") == run_id
             for s in [row.get("session_id"), *(row.get("retired") or [])]}
-    return list(dict.fromkeys(s["session_id"] for s in source.stream_sessions(run_id) if s["session_id"] not in done))
+    return list({r["session_id"]: r for r in records if r["session_id"] not in done}.values())
 
 
 def _manifest(source: Source) -> list[dict[str, Any]]:
@@ -59,13 +60,15 @@ def _now(source: Source, run: dict[str, Any], rows: Sequence[Mapping[str, Any]])
     """Set the run's context now, and add what its attempts in flight have cost so far to its cost."""
     mine = [row for row in rows if row.get("run_id") == run["run_id"]]
     recorded = [row.get("context") for row in mine if isinstance(row.get("context"), int)]
-    run["context"] = recorded[-1] if recorded else None
+    run["context"], run["machines"] = (recorded[-1] if recorded else None), []
     if run["state"] != "running":
         return
-    for session in in_flight(source, run["run_id"], mine):
-        context, cost = session_now(source, session)
+    for record in in_flight(source.stream_sessions(run["run_id"]), run["run_id"], mine):
+        context, cost = session_now(source, str(record["session_id"]))
         run["context"] = context if context is not None else run["context"]
         run["cost_usd"] = round(run["cost_usd"] + cost, 6)
+        if record.get("machine") and record["machine"] not in run["machines"]:
+            run["machines"].append(record["machine"])
 
 
 def run_rows(source: Source) -> list[dict[str, Any]]:

@@ -90,7 +90,8 @@ class Source:
 
     def stream_sessions(self, run_id: str) -> list[dict[str, Any]]:
         """The sessions the run's attempts recorded the instant they began (`flower.flow.durable`'s stream),
-        of the run and of its parallel branches: what is in flight before the manifest has a row."""
+        of the run and of its parallel branches: what is in flight before the manifest has a row. Each record
+        names its workflow and the machine that runs it (the DBOS executor: a fleet worker's `--id`)."""
         from dbos import error as dbos_error
 
         from flower.flow import engine
@@ -101,13 +102,16 @@ class Source:
             return []
         found: list[dict[str, Any]] = []
         try:
-            ids = [run_id] + [c.workflow_id for c in client.list_workflows(
-                workflow_id_prefix=f"{run_id}/", load_input=False, load_output=False)]
-            for wid in ids:
+            statuses = [*client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False),
+                        *client.list_workflows(workflow_id_prefix=f"{run_id}/", load_input=False,
+                                               load_output=False)]
+            for status in statuses:
                 with contextlib.suppress(dbos_error.DBOSStreamTimeoutError):
-                    for value in client.read_stream(wid, SESSIONS, timeout_seconds=0.05, polling_interval_sec=0.01):
+                    for value in client.read_stream(status.workflow_id, SESSIONS, timeout_seconds=0.05,
+                                                    polling_interval_sec=0.01):
                         if isinstance(value, dict) and value.get("session_id"):
-                            found.append({**value, "workflow_id": wid})
+                            found.append({**value, "workflow_id": status.workflow_id,
+                                          "machine": status.executor_id, "workflow_status": status.status})
         finally:
             client.destroy()
         return found

@@ -70,7 +70,7 @@ def test_the_runs_list_follows_a_run_live_as_its_steps_finish(
 ) -> None:
     (tmp_path / "flow.py").write_text(FLOW)
     env = scripted_api.cli_env(tmp_path / "home")
-    scripted_api.script([text("ONE"), tool_use("Bash", {"command": "sleep 4"}), text("TWO"), text("THREE")])
+    scripted_api.script([text("ONE"), tool_use("Bash", {"command": "sleep 8"}), text("TWO"), text("THREE")])  # 1/3 holds 8 s)
     page = open_page(browser, web.url)
     wait_until(lambda: page.query_selector("#runs caption"), "the empty list")
     child = flower(env, "run", f"{tmp_path / 'flow.py'}:flow", "-w", str(tmp_path / "ws"), "-r", str(run_dir))
@@ -187,3 +187,51 @@ def test_an_unknown_run_is_a_404_page(web: WebServer, browser: Browser) -> None:
     # Chromium logs each 404 document itself; nothing else may appear (the page's script ran clean).
     assert browser.problems == ["error: Failed to load resource: the server responded with a status of 404 "
                                 "(Not Found)"] * 2
+
+
+FAN = """\
+from flower import AgentSpec, Step, Workflow
+
+spec = AgentSpec(name="agent", instructions="You work on one item.", allowed_tools=["Read"])
+fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in range(4)], limit=2)],
+               name="fan")
+"""
+
+
+@pytest.mark.postgres
+def test_a_fleet_run_on_postgresql_shows_the_machine_of_each_step(
+    scripted_api: ScriptedAPI, tmp_path: Path, browser: Browser
+) -> None:
+    import re
+
+    from tests.support.fleet import first_line, fleet_database
+    from tests.support.fleet import flower as fleet_flower
+
+    scripted_api.handler = lambda request: text("done " + re.findall(r"ITEM-(n\d)", request.text)[0], delay=3.0)
+    (tmp_path / "flow.py").write_text(FAN)
+    env = scripted_api.cli_env(tmp_path / "home")
+    (tmp_path / "ws").mkdir()
+    with fleet_database() as dsn:
+        worker = fleet_flower(env, "worker", "--store", dsn, "--id", "w1", "-r", str(tmp_path / "worker-runs"))
+        lead = web = None
+        try:
+            first_line(worker)
+            lead = fleet_flower(env, "run", f"{tmp_path / 'flow.py'}:fan", "-w", str(tmp_path / "ws"), "-r",
+                                str(tmp_path / "runs"), "--store", dsn)
+            web = start_web(str(tmp_path / "runs"), "--store", dsn)
+            page = open_page(browser, web.url)
+            row = wait_until(lambda: page.query_selector("tr[data-run]"), "the run's row", timeout=120)
+            wait_until(lambda: "w1" in page.inner_text(f'tr[data-run="{row.get_attribute("data-run")}"] '
+                                                       "td.c-machines"), "the worker among the machines")
+            page.goto(web.url.rstrip("/") + f"/runs/{row.get_attribute('data-run')}")
+            wait_until(lambda: page.query_selector('li.step[data-machine="w1"]'), "a step on the worker")
+            wait_until(lambda: page.inner_text("#state") == "finished", "the run finished", timeout=180)
+            machines = [li.get_attribute("data-machine") for li in page.query_selector_all("li.step")]
+            assert len(machines) == 4 and "w1" in machines, machines
+            assert all(machines)  # each step names its machine: the worker's --id, or the lead's executor
+            assert [li.get_attribute("class") for li in page.query_selector_all("li.step")] == ["step state-done"] * 4
+        finally:
+            for child in (worker, lead, web.process if web else None):
+                if child is not None:
+                    stop(child)
+    assert browser.problems == []

@@ -69,13 +69,15 @@
 
   // --- the runs list -------------------------------------------------------------------------------
   var COLUMNS = [["run_id", "run"], ["workflow", "workflow"], ["state", "state"], ["done", "steps"],
-                 ["cost_usd", "cost so far"], ["context", "context now"], ["questions", "waiting"], ["started", "started"]];
+                 ["cost_usd", "cost so far"], ["context", "context now"], ["questions", "waiting"], ["machines", "machines"],
+                 ["started", "started"]];
   var sortKey = "started", sortDown = false, lastRuns = [];
   function cell(run, key) {
     if (key === "run_id") return el("a", {href: "/runs/" + encodeURIComponent(run.run_id), text: run.run_id});
     if (key === "done") return document.createTextNode(run.done + "/" + run.total);
     if (key === "cost_usd") return document.createTextNode(money(run.cost_usd));
     if (key === "context") return document.createTextNode(tokens(run.context));
+    if (key === "machines") return document.createTextNode((run.machines || []).join(", "));
     if (key === "questions") return document.createTextNode(run.questions.length ? String(run.questions.length) : "");
     if (key === "state") return document.createTextNode(run.failed_at ? run.state + " at " + run.failed_at : run.state);
     return document.createTextNode(String(run[key] === null || run[key] === undefined ? "" : run[key]));
@@ -132,8 +134,9 @@
       if (s.handoffs) bits.push(s.handoffs + " handoff" + (s.handoffs > 1 ? "s" : ""));
       if (s.refreshes) bits.push(s.refreshes + " refresh" + (s.refreshes > 1 ? "es" : ""));
       if (s.tool_errors) bits.push(s.tool_errors + " tool errors");
+      if (s.machine) bits.push("on " + s.machine);
       if (s.branch && s.branch !== runId) bits.push("branch " + s.branch);
-      list.appendChild(el("li", {"class": "step state-" + s.state, "data-step": s.step || ""},
+      list.appendChild(el("li", {"class": "step state-" + s.state, "data-step": s.step || "", "data-machine": s.machine || ""},
         el("b", {text: s.step || "?"}), el("span", {"class": "facts", text: "  " + bits.join(" · ") + "  "}), sessions,
         s.error ? el("div", {"class": "error", text: s.error}) : null));
     });
