@@ -70,7 +70,7 @@ def test_the_runs_list_follows_a_run_live_as_its_steps_finish(
 ) -> None:
     (tmp_path / "flow.py").write_text(FLOW)
     env = scripted_api.cli_env(tmp_path / "home")
-    scripted_api.script([text("ONE"), tool_use("Bash", {"command": "sleep 8"}), text("TWO"), text("THREE")])  # 1/3 holds 8 s)
+    scripted_api.script([text("ONE"), tool_use("Bash", {"command": "sleep 8"}), text("TWO"), text("THREE")])
     page = open_page(browser, web.url)
     wait_until(lambda: page.query_selector("#runs caption"), "the empty list")
     child = flower(env, "run", f"{tmp_path / 'flow.py'}:flow", "-w", str(tmp_path / "ws"), "-r", str(run_dir))
