@@ -37,12 +37,12 @@ class Source:
     """The PostgreSQL schema of the store's mailbox."""
 
     @classmethod
-    def checked(cls, run_dir: str | Path, store: str | None) -> Source:
+    def checked(cls, run_dir: str | Path, store: str | None, *, schema: str = "flower") -> Source:
         """One line when there is nothing to read: a run dir that is not a directory and no store."""
         folder = Path(run_dir).resolve()
         if not store and not folder.is_dir():
             raise ConfigError(f"run dir {run_dir} is not a directory (give a run dir, or --store DSN)")
-        return cls(folder, store)
+        return cls(folder, store, schema)
 
     @property
     def label(self) -> str:
