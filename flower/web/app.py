@@ -58,7 +58,7 @@ def _stream(read: Callable[[], dict[str, Any]], event: str, interval: float) -> 
             try:
                 data = json.dumps(await _read(read), default=str, ensure_ascii=False)
                 kind = event
-            except FlowerError as exc:
+            except Exception as exc:  # noqa: BLE001 - a store that fails mid-run is one line on the page
                 data, kind = json.dumps({"message": first_line(exc)}), "problem"
             if data != last:
                 yield {"event": kind, "data": data}
