@@ -24,6 +24,7 @@ from flower.cli.go import go
 from flower.cli.human import answer, asks, say
 from flower.cli.reading import config, logs, preview, report, sessions
 from flower.cli.testing_cmd import testing
+from flower.cli.web_cmd import web
 from flower.errors import FlowerError
 from flower.util.oneline import disk_full, first_line
 
@@ -33,7 +34,7 @@ COMMANDS: tuple[click.Command, ...] = (
     go, run, once,                        # running agents
     report, preview, sessions, logs,      # reading a run back
     runs, resume, cancel, worker,         # durable workflow runs
-    asks, answer, say,                    # talking to a running agent
+    asks, answer, say, web,               # talking to a running agent
     config, testing, demo,                # settings, offline tools
 )
 """Every command of `flower`, in the order `flower --help` lists them."""

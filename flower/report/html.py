@@ -22,7 +22,7 @@ from flower.report.analysis import Report
 from flower.report.text import format_tokens
 from flower.report.timeline import Arrow, Timeline
 
-__all__ = ["render_html"]
+__all__ = ["context_chart", "render_html", "timeline_chart"]
 
 MAIN_COLOR, SUB_COLOR, LIMIT_COLOR, GRID = "#3366cc", "#dd8833", "#cc3333", "#e3e3e3"
 WIDTH = 860
@@ -340,6 +340,17 @@ def _timeline_chart(tl: Timeline) -> str:
     parts += _lane_bars(tl, frame)
     parts += _links(tl, frame)
     return _svg("chart-timeline", height, title, _el("g", "".join(parts), class_="plot"))
+
+
+def context_chart(report: Report) -> str:
+    """The main-thread context per turn as one SVG element (generation boundaries and the handoff
+    threshold marked), as the report draws it; `flower web` shows the same chart live."""
+    return _context_chart(report)
+
+
+def timeline_chart(timeline: Timeline) -> str:
+    """The threads over time as one SVG element, as the report draws it."""
+    return _timeline_chart(timeline)
 
 
 def _worker_names(tl: Timeline | None) -> dict[str, str]:

@@ -31,7 +31,7 @@ from flower.report.entries import blocks_of, is_reply, message_of
 from flower.report.rundata import RunData, strip_listing
 from flower.report.text import fit, sanitize
 
-__all__ = ["LogItem", "conversation", "logs_json", "render_logs"]
+__all__ = ["LogItem", "conversation", "item_lines", "logs_json", "render_logs"]
 
 Entry = Mapping[str, Any]
 _RELAY = re.compile(re.escape(texts.WORKBENCH_RELAY).replace(r"\{root\}", ".*?"))
@@ -289,6 +289,12 @@ def _lines(item: LogItem, full: bool, width: int = 10_000) -> list[tuple[str, st
         where = f" (generation {d['generation']}, from {d['path']})" if d.get("generation") else ""
         return [(f"# {item.text}{where}", "yellow")]
     return [(f"~ {item.text}", "yellow")]
+
+
+def item_lines(item: LogItem, *, full: bool = False) -> list[tuple[str, str]]:
+    """The (text, rich style) lines `flower logs` prints for one item, without the time column: what
+    `flower web` shows of a session, line for line."""
+    return _lines(item, full)
 
 
 def render_logs(console: Console, items: Sequence[LogItem], *, full: bool = False, last: int | None = None) -> None:
