@@ -38,7 +38,7 @@ from flower.human.mailbox import (
     pending_questions,
 )
 
-__all__ = ["answer", "asks", "say"]
+__all__ = ["answer", "asks", "handoff", "say"]
 
 BROADCAST = "*"
 _QID = re.compile(r"q\d+")
@@ -177,3 +177,21 @@ def say(run: str, words: tuple[str, ...], store: str | None, schema: str) -> Non
     finally:
         mailbox.close()
     click.echo(f"sent to {run}: the run's next inbox call delivers it")
+
+
+@click.command(short_help="Ask a running agent to hand over to a fresh session.")
+@click.argument("run")
+@click.option("--goal", default="", metavar="TEXT", help="The focus the handoff document is written for.")
+@store_option
+@schema_option
+def handoff(run: str, goal: str, store: str | None, schema: str) -> None:
+    """Ask a running agent to hand over to a new generation at its next main-thread tool boundary, with GOAL
+    as the focus of the handoff document (as Claude Code's `/compact <focus>`). The run takes it through its
+    human channel's mailbox, so it works for a run on another machine of a fleet (`--store`)."""
+    text = _text((goal,), "goal")
+    mailbox, key = _open(run, store, schema)
+    try:
+        mailbox.post(key if key is not None else _latest_run(mailbox), "handoff", text)
+    finally:
+        mailbox.close()
+    click.echo(f"asked {run} to hand over at its next tool boundary" + (f", for: {text}" if text else ""))

@@ -96,6 +96,8 @@ class HumanChannel:
         self._cursor = 0
         self._received: set[str] = set()
         self._follow: Runtime | None = None  # a bound runtime whose run id names the run (a workflow may change it)
+        self._handoff: Callable[[str], None] | None = None
+        """The bound runtime's `handoff`: a `handoff` letter calls it with its focus."""
         if mailbox is not None:
             self.attach(mailbox, run)
 
@@ -166,6 +168,10 @@ class HumanChannel:
             if not self.run:
                 self._follow = runtime
             self.attach(mailbox, self.run or runtime.run_id)
+        self._handoff = getattr(runtime, "handoff", None)
+        boundary = getattr(runtime, "on_boundary", None)
+        if callable(boundary):
+            boundary(self.sync)  # letters that steer the run (`flower handoff`) are taken at each tool boundary
         return self
 
     def _run_key(self) -> str:
@@ -347,6 +353,10 @@ class HumanChannel:
             self.decline(letter.ref, letter.body)
         elif letter.kind == "mail" and str(letter.id) not in self._received:
             self._deliver(letter)
+        elif letter.kind == "handoff" and str(letter.id) not in self._received and self._handoff is not None:
+            self._received.add(str(letter.id))
+            self._post("received", "", ref=str(letter.id))
+            self._handoff(letter.body)
 
     def _deliver(self, letter: Letter) -> None:
         """A mail letter into the inbox, marked received in the mailbox (so it is delivered once)."""

@@ -51,8 +51,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-LetterKind = Literal["open", "question", "settled", "received", "answer", "decline", "mail"]
-KINDS = ("open", "question", "settled", "received", "answer", "decline", "mail")
+LetterKind = Literal["open", "question", "settled", "received", "answer", "decline", "mail", "handoff"]
+KINDS = ("open", "question", "settled", "received", "answer", "decline", "mail", "handoff")
 RUN_KINDS = ("open", "question", "settled", "received")
 """The letters only a run writes: the newest of them names the run that is current."""
 SETTLING = ("answer", "decline", "settled")

@@ -7,6 +7,7 @@ step's shared parts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -53,6 +54,7 @@ class Host(Protocol):
     placement: Placement
     run_dir: Path
     _steering: Steering
+    _boundary: list[Callable[[], None]]
 
     def threshold(self, spec: AgentSpec) -> int | None: ...
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -99,6 +99,7 @@ class Runtime:
             self.workbench.ensure()
         self.spill_threshold = cfg.spill_threshold
         self.handoff_policy: HandoffPolicy | None = cfg.handoff_policy()
+        self._boundary: list[Callable[[], None]] = []
         self.refresh: RefreshPolicy | None = _policy(cfg.refresh, RefreshPolicy())
         self.retry: RetryPolicy | None = _policy(cfg.resilience, RetryPolicy())
         self.portable = cfg.portable
@@ -202,6 +203,13 @@ class Runtime:
     def interrupt(self, message: str = "") -> None:
         """Stop the current turn cooperatively; the session resumes with `message`. Thread-safe."""
         self._steering.interrupt(message)
+
+    def on_boundary(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (from a worker thread) at each main-thread tool boundary, before the runtime decides
+        whether the turn stops there: a bound human channel takes the letters that steer the run then
+        (`flower handoff`). Registered once per callback."""
+        if callback not in self._boundary:
+            self._boundary.append(callback)
 
     def handoff(self, goal: str = "") -> None:
         """Hand over to a new generation at the next main-thread tool boundary, whatever the threshold, with

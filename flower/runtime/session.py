@@ -350,6 +350,9 @@ class Session:
             if input_data.get("agent_id"):
                 return {}
             await self._wait_seen(tool_use_id)
+            for callback in self.runtime._boundary:
+                with contextlib.suppress(Exception):  # a steering source that fails must not stop the run
+                    await anyio.to_thread.run_sync(callback)
             if self.runtime._steering.handoff is not None and self.runtime.handoff_policy is not None:
                 self.crossed = True  # a person asked for it (`Runtime.handoff`)
             if self.crossed:  # set only with generations on (`_watch`, `Runtime.handoff`)
