@@ -345,14 +345,15 @@ def runs(run_dir: str, store: str | None, as_json: bool) -> None:
 def resume(run_id: str, run_dir: str, store: str | None, model: str | None, fallback_model: str | None,
            budget: float | None, as_json: bool, events: bool, otlp: str | None, verbose: bool) -> None:
     """Continue an unfinished run: finished steps are replayed, the step in flight resumes its session."""
-    from flower.flow.durable import load_source
+    from flower.flow.durable import ended, load_source
     from flower.flow.runs import run_meta
     from flower.flow.workflow import as_workflow
 
     _outputs(as_json, events)
     meta, status = run_meta(run_dir, store, run_id)
-    if status == "SUCCESS":
-        raise FlowError(f"run {run_id} has already finished: nothing to resume")
+    refused = ended(run_id, status)
+    if status in ("SUCCESS", "CANCELLED") and refused is not None:
+        raise refused  # a finished run has nothing to resume; a cancelled one stays stopped
     if meta.get("workflow") == "go" and not meta.get("source"):
         raise FlowError(f"run {run_id} is a flower go run: continue it with flower go -w {meta.get('workspace')}"
                         + ("" if Path(run_dir).resolve() == Path(str(meta.get("workspace"))) / "runs" else

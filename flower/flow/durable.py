@@ -39,7 +39,7 @@ from filelock import FileLock, Timeout
 
 from flower import texts
 from flower.agent.events import Event, OnEvent, emit
-from flower.errors import ConfigError, FlowError
+from flower.errors import ConfigError, FlowError, RunEnded
 from flower.flow import engine
 from flower.flow.execution import as_definition, execute, member
 from flower.flow.executor import Attempt, Branch, Definition
@@ -57,6 +57,7 @@ __all__ = [
     "RUN_WORKFLOW",
     "InFlight",
     "Live",
+    "ended",
     "live_runs",
     "load_source",
     "run",
@@ -110,7 +111,10 @@ class Live:
         async def body() -> StepResult:
             return await _attempt(self, runtime, attempt)
 
-        result: StepResult = await DBOS.run_step_async({"name": f"agent:{attempt.label}"}, body)
+        # Preemptible: DBOS watches the run's status and cancels the attempt in flight when the run is
+        # cancelled (`flower cancel`, from any process or machine), instead of letting it run to its end.
+        result: StepResult = await DBOS.run_step_async({"name": f"agent:{attempt.label}", "preemptible": True},
+                                                       body)
         return result
 
     async def branches(self, group: str, limit: int | None, branches: list[Branch]) -> list[dict[str, Any]]:
@@ -334,12 +338,33 @@ async def _unfinished(name: str, workspace: Path, context: dict[str, Any], on_ev
     return None
 
 
+def ended(run_id: str, status: str, output: Any = None, error: Any = None) -> RunEnded | None:
+    """Why a run with this DBOS status (and output) cannot be continued, as the error to raise; None when it
+    can. A cancelled run stays stopped for good: cancelling it was the user's decision."""
+    hint = "flower run --new starts a fresh run"
+    if status == "CANCELLED":
+        return RunEnded(f"run {run_id} was cancelled: a cancelled run stays stopped ({hint})", run_id=run_id,
+                        state="cancelled")
+    failed_at = output.get("_failed_at") if isinstance(output, dict) else None
+    if status == "SUCCESS" and not failed_at:
+        return RunEnded(f"run {run_id} has already finished: nothing to continue ({hint})", run_id=run_id,
+                        state="finished")
+    if status == "SUCCESS" or status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+        why = f" at step {failed_at}" if failed_at else (f": {first_line(error)}" if error else "")
+        return RunEnded(f"run {run_id} failed{why} ({hint})", run_id=run_id, state="failed")
+    return None
+
+
 async def _continue(run_id: str) -> Any:
-    """Put a stopped run (and the branches its dead process was running) back to work; the handle."""
+    """Put a stopped run (and the branches its dead process was running) back to work; the handle. A
+    cancelled run is refused in one line."""
     found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_input=False, load_output=False)
     if not found:
         raise FlowError(f"unknown run {run_id}")
     status = found[0]
+    refused = ended(run_id, str(status.status))
+    if refused is not None and refused.state == "cancelled":
+        raise refused
     if status.status in ("PENDING", "ENQUEUED") and status.executor_id:
         children = await DBOS.list_workflows_async(workflow_id_prefix=f"{run_id}/", status=["PENDING"],
                                                    executor_id=status.executor_id, load_input=False,
@@ -390,6 +415,10 @@ async def run(
                 with SetWorkflowID(run_id):
                     handle = await DBOS.start_workflow_async(_run_workflow, meta)
             result: dict[str, Any] = await handle.get_result()
+        except dbos_error.DBOSAwaitedWorkflowCancelledError:
+            # `flower cancel` while this process ran it: the step in flight was preempted (see `Live.agent`).
+            raise RunEnded(f"run {run_id} was cancelled; it stays stopped, its finished steps stay recorded",
+                           run_id=run_id, state="cancelled") from None
         except dbos_error.DBOSException as exc:
             # E.g. a run continued with a workflow whose steps changed since it was recorded: one line.
             raise FlowError(f"run {run_id} cannot continue: {first_line(exc)}") from None

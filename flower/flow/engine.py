@@ -132,14 +132,24 @@ def _check_postgres(url: str) -> None:
         raise StoreError(f"cannot reach PostgreSQL at {_redact(url)}: {first}") from None
 
 
+_BENIGN = ("Workflow already exists in queue", "was cancelled during execution",
+           "Asyncio task cancelled for workflow or step")
+"""DBOS's notices that say nothing a flower user must act on (a recovered run started again by id; a
+cancelled run whose step was preempted; a run stopped by Ctrl-C twice, whose stop flower reports itself)."""
+
+
 class _Quiet(logging.Filter):
-    """Drop DBOS's benign notice when a recovered workflow is started again by id, and its tracebacks of
-    flower's own errors (a gate that returned a non-bool is one line, not a page)."""
+    """Drop DBOS's benign notices, and its tracebacks of flower's own errors (a gate that returned a
+    non-bool is one line, not a page) and of a cancelled run."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], FlowerError):
-            return False  # flower's own errors reach the user as one line, from the CLI
-        return "Workflow already exists in queue" not in record.getMessage()
+        from dbos import error as dbos_error
+
+        cancelled = (dbos_error.DBOSAwaitedWorkflowCancelledError, dbos_error.DBOSWorkflowCancelledError)
+        if record.exc_info and isinstance(record.exc_info[1], (FlowerError, *cancelled)):
+            return False  # flower's own errors and a cancelled run reach the user as one line, from the CLI
+        message = record.getMessage()
+        return not any(benign in message for benign in _BENIGN)
 
 
 def _default_executor() -> str:
