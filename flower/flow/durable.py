@@ -44,6 +44,7 @@ from flower.flow import engine
 from flower.flow.execution import as_definition, execute, member
 from flower.flow.executor import Attempt, Branch, Definition
 from flower.flow.isolation import branch_runtime, safe_name
+from flower.flow.previous import RUN_WORKFLOW, ended, lost_runs, previous, refuse_lost
 from flower.runtime.config import RuntimeConfig
 from flower.runtime.runtime import Runtime
 from flower.runtime.steps import StepResult
@@ -57,7 +58,6 @@ __all__ = [
     "RUN_WORKFLOW",
     "InFlight",
     "Live",
-    "ended",
     "live_runs",
     "load_source",
     "run",
@@ -65,7 +65,6 @@ __all__ = [
     "set_worker",
 ]
 
-RUN_WORKFLOW = "flower.run"
 BRANCH_WORKFLOW = "flower.branch"
 SESSIONS = "flower.sessions"
 
@@ -318,43 +317,6 @@ def _notice(on_event: OnEvent | None, text: str) -> None:
     emit(on_event, Event("system", text, payload={"subtype": "workflow"}))
 
 
-async def _unfinished(name: str, workspace: Path, context: dict[str, Any], on_event: OnEvent | None) -> str | None:
-    """The latest unfinished run of this workflow in this workspace with the same initial context (for an
-    AgentSpec target: the same prompt); a run of another workspace (a copied or moved directory) is noted
-    and left alone."""
-    rows = await DBOS.list_workflows_async(name=RUN_WORKFLOW, status=["PENDING", "ENQUEUED"], sort_desc=True,
-                                           load_output=False)
-    for row in rows:
-        given: Any = row.input or {}
-        args: Any = given.get("args") or ({},)
-        meta = args[0] if args and isinstance(args[0], dict) else {}
-        if meta.get("workflow") != name or meta.get("context", {}) != context:
-            continue
-        if meta.get("workspace") == str(workspace):
-            return row.workflow_id
-        _notice(on_event, f"run {row.workflow_id} of {name} belongs to {meta.get('workspace')}; "
-                          f"starting a fresh run in {workspace}")
-        return None
-    return None
-
-
-def ended(run_id: str, status: str, output: Any = None, error: Any = None) -> RunEnded | None:
-    """Why a run with this DBOS status (and output) cannot be continued, as the error to raise; None when it
-    can. A cancelled run stays stopped for good: cancelling it was the user's decision."""
-    hint = "flower run --new starts a fresh run"
-    if status == "CANCELLED":
-        return RunEnded(f"run {run_id} was cancelled: a cancelled run stays stopped ({hint})", run_id=run_id,
-                        state="cancelled")
-    failed_at = output.get("_failed_at") if isinstance(output, dict) else None
-    if status == "SUCCESS" and not failed_at:
-        return RunEnded(f"run {run_id} has already finished: nothing to continue ({hint})", run_id=run_id,
-                        state="finished")
-    if status == "SUCCESS" or status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
-        why = f" at step {failed_at}" if failed_at else (f": {first_line(error)}" if error else "")
-        return RunEnded(f"run {run_id} failed{why} ({hint})", run_id=run_id, state="failed")
-    return None
-
-
 async def _continue(run_id: str) -> Any:
     """Put a stopped run (and the branches its dead process was running) back to work; the handle. A
     cancelled run is refused in one line."""
@@ -374,6 +336,25 @@ async def _continue(run_id: str) -> Any:
     if status.status in ("SUCCESS", "ERROR"):
         return await DBOS.retrieve_workflow_async(run_id)
     return await DBOS.resume_workflow_async(run_id)
+
+
+async def _earlier(name: str, runtime: Runtime, context: dict[str, Any], on_event: OnEvent | None, *,
+                   new: bool) -> str | None:
+    """The unfinished run to continue (`flower.flow.previous`): refuses an ended one and, on SQLite, a run
+    the system database lost; with `new`, a fresh run, and the lock files of lost runs are dropped."""
+    current = engine.current()
+    sqlite = current is not None and not current.postgres
+    lost = await lost_runs(runtime.run_dir) if sqlite else []
+    if new:
+        for stem in lost:
+            if not run_lock_held(runtime.run_dir, stem):
+                with contextlib.suppress(OSError):
+                    (runtime.run_dir / "locks" / f"{stem}.lock").unlink()
+        return None
+    found = await previous(name, runtime.workspace, context, on_event)
+    if found is None and lost:
+        raise refuse_lost(runtime.run_dir, current.where if current else "the system database", lost)
+    return found
 
 
 async def run(
@@ -399,8 +380,8 @@ async def run(
         "context": dict(workflow.context or {}),
         "config": settings,
     }
-    if run_id is None and not new:
-        run_id = await _unfinished(workflow.name, runtime.workspace, meta["context"], on_event)
+    if run_id is None:
+        run_id = await _earlier(workflow.name, runtime, meta["context"], on_event, new=new)
     resuming = run_id is not None
     run_id = run_id or runtime.run_id
     runtime.run_id = run_id

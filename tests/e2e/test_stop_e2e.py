@@ -65,6 +65,9 @@ def test_cancel_interrupts_the_step_in_flight_and_is_final(scripted_api: Scripte
     code, _, err = finish(flower(env, "resume", row["run_id"], "-r", str(run_dir)))
     assert (code, err.splitlines()) == (1, [f"flower: run {row['run_id']} was cancelled: a cancelled run stays "
                                             "stopped (flower run --new starts a fresh run)"])
+    code, _, err = finish(flower(env, *command))  # nor does running the same command again
+    assert (code, err.splitlines()) == (1, [f"flower: run {row['run_id']} of three-steps was cancelled: a cancelled "
+                                            "run stays stopped (flower run --new starts a fresh run)"])
     assert len(scripted_api.requests) == seen and [r["state"] for r in runs_json(env, run_dir)] == ["cancelled"]
 
 
