@@ -7,7 +7,8 @@ exits non-zero, never a traceback. Messages name the problem and the thing (file
 from __future__ import annotations
 
 __all__ = [
-    "ConfigError", "FlowError", "FlowerError", "ScriptError", "StoreError", "StoredDataError", "UnsafePathError",
+    "ConfigError", "FlowError", "FlowerError", "RunEnded", "ScriptError", "StoreError", "StoredDataError",
+    "UnsafePathError",
 ]
 
 
@@ -30,6 +31,17 @@ class ScriptError(FlowerError, AssertionError):
 class FlowError(FlowerError, ValueError):
     """A workflow is malformed or its user code misbehaved: duplicate step names, a `when` that raises, a
     gate that returns a non-bool, a `resume_from` naming a step without a session."""
+
+
+class RunEnded(FlowError):
+    """A run was not continued or started again because it has ended: it finished, failed or was cancelled
+    (a cancelled run stays stopped). `state` says which, `run_id` which run."""
+
+    def __init__(self, message: str, *, run_id: str, state: str) -> None:
+        super().__init__(message)
+        self.run_id, self.state = run_id, state
+
+
 class UnsafePathError(FlowerError):
     """A workbench or spill path leads out of where it must stay (a symlink, a non-folder): nothing written."""
 

@@ -8,7 +8,9 @@
     flower worker --store URL      take queued parallel steps of any run on that PostgreSQL database
 
 Invariants:
-- Running the same target again in the same workspace and run dir continues its unfinished run; `--new`
+- Running the same target again in the same workspace and run dir continues its unfinished run; when that
+  run has ended it says how (finished: exit 0; failed, cancelled: exit 1) and runs nothing, and when the run
+  dir holds a run its system database lost it says so and runs nothing (`flower.flow.previous`); `--new`
   starts a fresh one. Notices (continuing, a run of another workspace) go to stderr, one line each.
 - An AgentSpec with `--resume SESSION` is a plain session resume (`flower.cli.launch.execute`), not a run.
 - `--json` prints one JSON object on stdout when the run ends (run id, state, the final text never cut, cost,
@@ -44,7 +46,7 @@ from flower.cli.launch import (
     resolve_target,
     runtime_config,
 )
-from flower.errors import ConfigError, FlowerError, FlowError
+from flower.errors import ConfigError, FlowerError, FlowError, RunEnded
 from flower.util.loader import call
 
 if TYPE_CHECKING:
@@ -222,7 +224,7 @@ def _continued(value: Any, workspace: str, run_dir: str, resume: str | None) -> 
 @options.otlp()
 @click.option("--resume", default=None, metavar="SESSION", help="AgentSpec only: continue this session.")
 @options.continue_last(help="AgentSpec only: continue its last session in this workspace and run dir.")
-@click.option("--new", is_flag=True, help="Start a fresh run even if this workflow has an unfinished one here.")
+@options.new()
 @options.verbose()
 def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: str | None, model: str | None,
         fallback_model: str | None, budget: float | None, as_json: bool, events: bool, otlp: str | None,
@@ -260,8 +262,14 @@ def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: st
                           "flower resume RUN")
     check_credentials(os.environ)
     runtime = _runtime(workspace, run_dir, store, model=model, fallback_model=fallback_model, budget=budget)
-    ctx = _drive(workflow, runtime, store=store, run_id=None, new=new, verbose=verbose, as_json=as_json,
-                 events=events, otlp=otlp)
+    try:
+        ctx = _drive(workflow, runtime, store=store, run_id=None, new=new, verbose=verbose, as_json=as_json,
+                     events=events, otlp=otlp)
+    except RunEnded as exc:
+        if exc.state != "finished":
+            raise  # failed or cancelled: one line, exit status 1
+        click.echo(f"flower: {exc}", err=True)  # finished: nothing to do, and nothing went wrong
+        return
     _finish(ctx, runtime, workflow, as_json=as_json, events=events)
 
 
@@ -346,13 +354,15 @@ def resume(run_id: str, run_dir: str, store: str | None, model: str | None, fall
            budget: float | None, as_json: bool, events: bool, otlp: str | None, verbose: bool) -> None:
     """Continue an unfinished run: finished steps are replayed, the step in flight resumes its session."""
     from flower.flow.durable import load_source
+    from flower.flow.previous import ended
     from flower.flow.runs import run_meta
     from flower.flow.workflow import as_workflow
 
     _outputs(as_json, events)
     meta, status = run_meta(run_dir, store, run_id)
-    if status == "SUCCESS":
-        raise FlowError(f"run {run_id} has already finished: nothing to resume")
+    refused = ended(run_id, status)
+    if status in ("SUCCESS", "CANCELLED") and refused is not None:
+        raise refused  # a finished run has nothing to resume; a cancelled one stays stopped
     if meta.get("workflow") == "go" and not meta.get("source"):
         raise FlowError(f"run {run_id} is a flower go run: continue it with flower go -w {meta.get('workspace')}"
                         + ("" if Path(run_dir).resolve() == Path(str(meta.get("workspace"))) / "runs" else

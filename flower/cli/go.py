@@ -121,7 +121,7 @@ class _Screen:
 @click.argument("request", nargs=-1)
 @options.workspace(help="The project the agents work in.")
 @options.run_dir(default=None, help="The run's state (default: WORKSPACE/runs).")
-@click.option("--new", is_flag=True, help="Archive brief, goal and run state, and start over.")
+@options.new(help="Archive brief, goal and run state, and start over.")
 @click.option("--clarify-only", is_flag=True, help="Stop once the brief is confirmed.")
 @click.option("--no-goal", is_flag=True, help="Work without a goal and a judge.")
 @click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True, metavar="N",
@@ -194,7 +194,9 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     if wake is not None:
         _greet(wake, text, channel, screen, notes, runs)
     regoal = wake is not None and bool(text) and not no_goal and (notes / "goal.md").exists()
-    job = _Go(runtime, screen, channel, starter_flow(request, channel, options), options, tty=tty, new=new,
+    # `waking.plan` decided: a run to wake, or a fresh one (whatever an earlier go run of the same request did)
+    job = _Go(runtime, screen, channel, starter_flow(request, channel, options), options, tty=tty,
+              new=new or wake is None,
               verbose=verbose, regoal=regoal)
     again = f"flower go -w {ws}" + ("" if runs == ws / "runs" else f" -r {runs}")
     started = time.time()

@@ -336,12 +336,13 @@ class LiveView:
 
     def _on_system(self, event: Event) -> None:
         """Endpoint down/back, the window of the model in use, a model other than the spec's, a switch to the
-        fallback model, a refresh, the cost-driven threshold of a generation, a handoff a person asked for."""
+        fallback model, a refresh, the cost-driven threshold of a generation, a handoff a person asked for, an
+        orphaned CLI ended."""
         subtype = event.payload.get("subtype")
         if subtype in ("window", "threshold") and isinstance(event.payload.get("threshold"), int):
             self.threshold = event.payload["threshold"]
         if subtype in ("endpoint_down", "endpoint_back", "endpoint_gone", "window", "model_mismatch",
-                       "context_warning", "model_fallback"):
+                       "context_warning", "model_fallback", "orphan"):
             self.say(f"! {event.text}", "green" if subtype == "endpoint_back" else "yellow")
         elif subtype in ("refresh", "threshold", "handoff_asked"):
             self.say(f"# {event.text}", "cyan")

@@ -17,8 +17,8 @@ import click
 from flower.errors import ConfigError
 
 __all__ = [
-    "ENV", "budget", "continue_last", "events_output", "fallback_model", "json_output", "model", "otlp", "run_dir",
-    "store", "verbose", "workspace",
+    "ENV", "budget", "continue_last", "events_output", "fallback_model", "json_output", "model", "new", "otlp",
+    "run_dir", "store", "verbose", "workspace",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -40,6 +40,7 @@ ENV: dict[str, str | None] = {
     "as_json": None,
     "events": None,
     "continue_": None,
+    "new": None,
     "otlp": "FLOWER_OTLP",
     "verbose": None,
 }
@@ -101,6 +102,11 @@ def events_output(*, help: str = "Print every event as one JSON line, then each 
 def continue_last(*, help: str = "Continue the last session this agent had in this workspace and run dir.",
                   ) -> Decorator:
     return click.option("--continue", "-c", "continue_", is_flag=True, help=help)
+
+
+def new(*, help: str = "Start a fresh run, even when this workflow's last run here is unfinished or has ended.",
+        ) -> Decorator:
+    return click.option("--new", is_flag=True, help=help)
 
 
 def _endpoint(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

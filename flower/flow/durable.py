@@ -39,11 +39,12 @@ from filelock import FileLock, Timeout
 
 from flower import texts
 from flower.agent.events import Event, OnEvent, emit
-from flower.errors import ConfigError, FlowError
+from flower.errors import ConfigError, FlowError, RunEnded
 from flower.flow import engine
 from flower.flow.execution import as_definition, execute, member
 from flower.flow.executor import Attempt, Branch, Definition
 from flower.flow.isolation import branch_runtime, safe_name
+from flower.flow.previous import RUN_WORKFLOW, ended, lost_runs, previous, refuse_lost
 from flower.runtime.config import RuntimeConfig
 from flower.runtime.runtime import Runtime
 from flower.runtime.steps import StepResult
@@ -64,7 +65,6 @@ __all__ = [
     "set_worker",
 ]
 
-RUN_WORKFLOW = "flower.run"
 BRANCH_WORKFLOW = "flower.branch"
 SESSIONS = "flower.sessions"
 
@@ -110,7 +110,10 @@ class Live:
         async def body() -> StepResult:
             return await _attempt(self, runtime, attempt)
 
-        result: StepResult = await DBOS.run_step_async({"name": f"agent:{attempt.label}"}, body)
+        # Preemptible: DBOS watches the run's status and cancels the attempt in flight when the run is
+        # cancelled (`flower cancel`, from any process or machine), instead of letting it run to its end.
+        result: StepResult = await DBOS.run_step_async({"name": f"agent:{attempt.label}", "preemptible": True},
+                                                       body)
         return result
 
     async def branches(self, group: str, limit: int | None, branches: list[Branch]) -> list[dict[str, Any]]:
@@ -314,32 +317,16 @@ def _notice(on_event: OnEvent | None, text: str) -> None:
     emit(on_event, Event("system", text, payload={"subtype": "workflow"}))
 
 
-async def _unfinished(name: str, workspace: Path, context: dict[str, Any], on_event: OnEvent | None) -> str | None:
-    """The latest unfinished run of this workflow in this workspace with the same initial context (for an
-    AgentSpec target: the same prompt); a run of another workspace (a copied or moved directory) is noted
-    and left alone."""
-    rows = await DBOS.list_workflows_async(name=RUN_WORKFLOW, status=["PENDING", "ENQUEUED"], sort_desc=True,
-                                           load_output=False)
-    for row in rows:
-        given: Any = row.input or {}
-        args: Any = given.get("args") or ({},)
-        meta = args[0] if args and isinstance(args[0], dict) else {}
-        if meta.get("workflow") != name or meta.get("context", {}) != context:
-            continue
-        if meta.get("workspace") == str(workspace):
-            return row.workflow_id
-        _notice(on_event, f"run {row.workflow_id} of {name} belongs to {meta.get('workspace')}; "
-                          f"starting a fresh run in {workspace}")
-        return None
-    return None
-
-
 async def _continue(run_id: str) -> Any:
-    """Put a stopped run (and the branches its dead process was running) back to work; the handle."""
+    """Put a stopped run (and the branches its dead process was running) back to work; the handle. A
+    cancelled run is refused in one line."""
     found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_input=False, load_output=False)
     if not found:
         raise FlowError(f"unknown run {run_id}")
     status = found[0]
+    refused = ended(run_id, str(status.status))
+    if refused is not None and refused.state == "cancelled":
+        raise refused
     if status.status in ("PENDING", "ENQUEUED") and status.executor_id:
         children = await DBOS.list_workflows_async(workflow_id_prefix=f"{run_id}/", status=["PENDING"],
                                                    executor_id=status.executor_id, load_input=False,
@@ -349,6 +336,25 @@ async def _continue(run_id: str) -> Any:
     if status.status in ("SUCCESS", "ERROR"):
         return await DBOS.retrieve_workflow_async(run_id)
     return await DBOS.resume_workflow_async(run_id)
+
+
+async def _earlier(name: str, runtime: Runtime, context: dict[str, Any], on_event: OnEvent | None, *,
+                   new: bool) -> str | None:
+    """The unfinished run to continue (`flower.flow.previous`): refuses an ended one and, on SQLite, a run
+    the system database lost; with `new`, a fresh run, and the lock files of lost runs are dropped."""
+    current = engine.current()
+    sqlite = current is not None and not current.postgres
+    lost = await lost_runs(runtime.run_dir) if sqlite else []
+    if new:
+        for stem in lost:
+            if not run_lock_held(runtime.run_dir, stem):
+                with contextlib.suppress(OSError):
+                    (runtime.run_dir / "locks" / f"{stem}.lock").unlink()
+        return None
+    found = await previous(name, runtime.workspace, context, on_event)
+    if found is None and lost:
+        raise refuse_lost(runtime.run_dir, current.where if current else "the system database", lost)
+    return found
 
 
 async def run(
@@ -374,8 +380,8 @@ async def run(
         "context": dict(workflow.context or {}),
         "config": settings,
     }
-    if run_id is None and not new:
-        run_id = await _unfinished(workflow.name, runtime.workspace, meta["context"], on_event)
+    if run_id is None:
+        run_id = await _earlier(workflow.name, runtime, meta["context"], on_event, new=new)
     resuming = run_id is not None
     run_id = run_id or runtime.run_id
     runtime.run_id = run_id
@@ -390,6 +396,10 @@ async def run(
                 with SetWorkflowID(run_id):
                     handle = await DBOS.start_workflow_async(_run_workflow, meta)
             result: dict[str, Any] = await handle.get_result()
+        except dbos_error.DBOSAwaitedWorkflowCancelledError:
+            # `flower cancel` while this process ran it: the step in flight was preempted (see `Live.agent`).
+            raise RunEnded(f"run {run_id} was cancelled; it stays stopped, its finished steps stay recorded",
+                           run_id=run_id, state="cancelled") from None
         except dbos_error.DBOSException as exc:
             # E.g. a run continued with a workflow whose steps changed since it was recorded: one line.
             raise FlowError(f"run {run_id} cannot continue: {first_line(exc)}") from None

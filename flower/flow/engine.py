@@ -142,16 +142,25 @@ def _check_postgres(url: str) -> None:
         raise StoreError(f"cannot reach PostgreSQL at {redact(url)}: {first}") from None
 
 
+_BENIGN = ("Workflow already exists in queue", "was cancelled during execution",
+           "Asyncio task cancelled for workflow or step")
+"""DBOS's notices that say nothing a flower user must act on (a recovered run started again by id; a
+cancelled run whose step was preempted; a run stopped by Ctrl-C twice, whose stop flower reports itself)."""
+
+
 class _Quiet(logging.Filter):
-    """Drop DBOS's benign notice when a recovered workflow is started again by id, and its tracebacks of
-    flower's own errors (a gate that returned a non-bool is one line, not a page) and of a full disk (the
-    CLI says it in one line)."""
+    """Drop DBOS's benign notices, and its tracebacks of flower's own errors (a gate that returned a
+    non-bool is one line, not a page), of a cancelled run and of a full disk (the CLI says it in one line)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        from dbos import error as dbos_error
+
+        cancelled = (dbos_error.DBOSAwaitedWorkflowCancelledError, dbos_error.DBOSWorkflowCancelledError)
         if record.exc_info and record.exc_info[1] is not None and (
-                isinstance(record.exc_info[1], FlowerError) or disk_full(record.exc_info[1])):
-            return False  # flower's own errors and a full disk reach the user as one line, from the CLI
-        return "Workflow already exists in queue" not in record.getMessage()
+                isinstance(record.exc_info[1], (FlowerError, *cancelled)) or disk_full(record.exc_info[1])):
+            return False  # flower's own errors, a cancelled run and a full disk reach the user as one line
+        message = record.getMessage()
+        return not any(benign in message for benign in _BENIGN)
 
 
 def _default_executor() -> str:

@@ -1,12 +1,14 @@
 """Signals during a workflow run (L-7).
 
 - SIGTERM / SIGHUP: every agent attempt in flight gets a manifest row with state `interrupted` and its
-  session id, the session stores are closed, then the process dies of the same signal (default action).
+  session id, the session stores are closed, the CLI children are ended (`flower.runtime.child`), then the
+  process dies of the same signal (default action).
   The run stays unfinished in DBOS: running the same command again (or `flower resume RUN`) continues it.
 - Ctrl-C once: a cooperative interrupt. On a terminal a prompt asks for an optional remark, then the
   current turn is interrupted and the same session continues with it (`Runtime.interrupt`); without a
   terminal the turn is interrupted at once with no remark. Ctrl-C twice: `KeyboardInterrupt` (the CLI stops
-  and prints the resume command).
+  and prints the resume command; the CLI children are ended on the way out); later Ctrl-Cs are ignored, so
+  they cannot cut that cleanup short.
 
 Where the platform has no SIGHUP (Windows), SIGTERM and Ctrl-C are handled alone.
 
@@ -27,6 +29,7 @@ from types import FrameType
 from typing import Any
 
 from flower.flow.durable import Live, live_runs
+from flower.runtime import child
 from flower.runtime.steps import append_manifest
 
 __all__ = ["REMARK_PROMPT", "TERMINATING", "guard", "record_interrupted"]
@@ -76,6 +79,7 @@ def guard(*, interactive: bool | None = None, ask: Callable[[str], str] = input)
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         record_interrupted(live_runs(), f"killed by {signal.Signals(signum).name}")
+        child.end_mine()  # the CLI children would go on with their tool calls and API requests
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
@@ -89,6 +93,8 @@ def guard(*, interactive: bool | None = None, ask: Callable[[str], str] = input)
 
     def on_int(signum: int, frame: FrameType | None) -> None:
         state["interrupts"] += 1
+        if state["interrupts"] > 2:
+            return  # already stopping (ending the CLI, closing DBOS): another Ctrl-C must not cut that short
         if state["interrupts"] > 1:
             raise KeyboardInterrupt
         if tty:

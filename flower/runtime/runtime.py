@@ -34,6 +34,7 @@ from flower.agent.events import Event, OnEvent, emit
 from flower.agent.options import build_options, check_isolation
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
+from flower.runtime import child
 from flower.runtime.config import RuntimeConfig, RuntimeOptions
 from flower.runtime.control import Steering
 from flower.runtime.economics import Prices
@@ -156,6 +157,7 @@ class Runtime:
             self.workbench.refresh()
         self._bind_channel(spec)
         on_event = traced(on_event)  # spans from the events, when a tracer provider is configured
+        self._end_orphans(on_event)
         emit(on_event, Event("step", name, payload={"phase": "start", "resume": resume, "agent_name": spec.name,
                                                     "model": spec.model, "run_id": self.run_id}))
         step = Step(spec, prompt, name, ContextMeter(), Tally(), on_event)
@@ -262,6 +264,14 @@ class Runtime:
     async def _attempt(self, step: Step, message: str, resume: str | None, fork: bool) -> Outcome:
         """One client session of `step`, started with `message` (resuming `resume`, forked when `fork`)."""
         return await Session(self, step, resume=resume, fork=fork).run(message)
+
+    def _end_orphans(self, on_event: OnEvent | None) -> None:
+        """A CLI that a killed flower left running here would go on working in the session this step may
+        resume: end it first (flower.runtime.child)."""
+        for orphan in child.end_orphans(self.run_dir):
+            emit(on_event, Event("system", f"ended the Claude Code CLI (pid {orphan.pid}) that a killed flower "
+                                           f"(pid {orphan.parent}) left running",
+                                 payload={"subtype": "orphan", "pid": orphan.pid, "parent": orphan.parent}))
 
     def _calibrate(self, error: str | None, meter: ContextMeter, on_event: OnEvent | None) -> None:
         """A real overflow: the window is at most what the error names, else at most the last context seen."""

@@ -45,6 +45,7 @@ from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput
 from flower import texts
 from flower.agent.events import Event, emit, to_events
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
+from flower.runtime import child
 from flower.runtime.control import Tasks
 from flower.runtime.economics import Prices
 from flower.runtime.handoff import degraded_handoff, parse_handoff
@@ -104,6 +105,9 @@ class Session:
         generations = runtime.threshold(spec) is not None
         hook = self.stop_hook() if generations or runtime.refresh is not None else None
         options = runtime._options(spec, self.resume, self.fork, hook)
+        spawn = child.prepare(runtime.run_dir)
+        if spawn is not None:  # the CLI in its own process group, ended with flower (flower.runtime.child)
+            options = replace(options, cli_path=spawn.cli_path, env={**options.env, **spawn.env})
         client: ClaudeSDKClient | None = None
         try:
             client = ClaudeSDKClient(options)
@@ -120,11 +124,19 @@ class Session:
             # The SDK wraps a failing SessionStore.load() in a RuntimeError (resume materialization); a
             # deterministic cause under it (unreadable stored row, refused path) is fatal at once.
             self.fatal = self.fatal or _deterministic(exc)
+        except BaseException:
+            # Cancelled (`flower cancel` preempts the step, Ctrl-C twice) or stopped: end the CLI now; the
+            # SDK's disconnect would give a CLI that is still working seconds to go on.
+            if spawn is not None:
+                child.end_record(spawn.record)
+            raise
         finally:
             runtime._steering.detach()
             if client is not None:
                 with contextlib.suppress(Exception):
                     await client.disconnect()
+            if spawn is not None:
+                child.forget(spawn.record)
         return self.outcome()
 
     def outcome(self) -> Outcome:

@@ -58,6 +58,25 @@ def outputs(run_dir: Path) -> dict[str, Any]:
         client.destroy()
 
 
+def processes_in(home: Path) -> list[str]:
+    """The command lines of the live processes (no zombies) whose environment names `home`: a flower of a
+    test, the CLI it started, and the CLI's tool commands (Linux: read from /proc)."""
+    found = []
+    needle = f"HOME={home}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle not in (proc / "environ").read_bytes().split(b"\0"):
+                continue
+            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip())
+        except OSError:
+            continue  # ended meanwhile, or not ours to read
+    return found
+
+
 def session(request: Any) -> str:
     return str(request.headers.get("x-claude-code-session-id"))
 
