@@ -148,6 +148,8 @@ class ContextMeter:
     """The near-threshold warning was given."""
     generation_start: int = 0
     """Index in `per_message` of the current generation's first message."""
+    seeded: int = 0
+    """How many of `per_message` a resumed session's stored replies gave (not this step's own messages)."""
     first_request: float = 0.0
     """The input cost of the current generation's first message (input-token equivalents, `economics`)."""
     model: str | None = None

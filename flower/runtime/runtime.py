@@ -171,7 +171,7 @@ class Runtime:
             errors=tuple(tally.errors), attempts=tally.attempts, resumed=resume is not None,
             retired=tuple(tally.retired), handoffs=tuple(tally.handoffs), refreshes=tally.refreshes,
             context=meter.current,
-            contexts=tuple(meter.per_message), retries=tuple(tally.retries), started=started, ended=_now(),
+            contexts=tuple(meter.per_message[meter.seeded :]), retries=tuple(tally.retries), started=started, ended=_now(),
             duration=round(time.monotonic() - clock, 3), tool_errors=tally.tool_errors,
             tool_error_samples=tuple(tally.tool_error_samples), usage=dict(tally.usage),
             fallbacks=tuple(tally.fallbacks),
@@ -233,6 +233,7 @@ class Runtime:
             if model != meter.model:
                 meter.model, meter.prices = model, Prices.of(model)
             meter.observe(ident, usage)
+        meter.seeded = len(meter.per_message)
 
     async def has_history(self, session_id: str) -> bool:
         """The store holds a prompt or a reply of this session: a resume of it has a conversation to continue
