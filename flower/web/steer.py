@@ -1,8 +1,8 @@
 """Steering from `flower web`: answer or decline a waiting question, mail the inbox, cancel a run.
 
 Each action is the one the CLI command does, through the same library calls: `flower answer` and `flower
-say` append letters to the run's mailbox (`flower.human.mailbox`: `pending_questions`, then `claim` where
-the mailbox has it, the compare-and-set of concurrent answerers, else `post`), `flower cancel` is
+say` append letters to the run's mailbox (`flower.human.mailbox`: `pending_questions`, then `claim`, the
+compare-and-set of concurrent answerers), `flower cancel` is
 `flower.flow.runs.cancel_run`. So it works for a run on another machine of a fleet (its mailbox and its
 DBOS state are in the fleet's PostgreSQL), and the letters and the run's DBOS status are the record.
 
@@ -12,8 +12,13 @@ one line it would refuse with; nothing here writes anywhere else.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flower.errors import ConfigError, FlowerError
 from flower.web.source import Source
+
+if TYPE_CHECKING:
+    from flower.human.mailbox import LetterKind
 
 __all__ = ["BY", "answer", "cancel", "say"]
 
@@ -29,20 +34,16 @@ def answer(source: Source, qid: str, text: str, *, decline: bool = False, run: s
     text = text.strip()
     if not text and not decline:
         raise ConfigError("the answer is empty")
-    kind = "decline" if decline else "answer"
+    kind: LetterKind = "decline" if decline else "answer"
     with source.mailbox() as box:
         waiting = pending_questions(box.read(None)) if box is not None else []
         chosen = next((q for q in waiting if q.id == qid and (run is None or q.run == run)), None)
         if box is None or chosen is None:
             names = ", ".join(q.id for q in waiting) or "none"
             raise ConfigError(f"{qid} is not waiting for an answer (waiting: {names})")
-        claim = getattr(box, "claim", None)  # the compare-and-set of newer mailboxes: one answer wins
-        if callable(claim):
-            first = claim(chosen.run, chosen.id, kind, text, by=BY)
-            if first is not None:
-                raise FlowerError(f"{chosen.id} was already settled: {first.body}")
-        else:
-            box.post(chosen.run, kind, text, ref=chosen.id)  # type: ignore[arg-type]  # kind is one of two
+        first = box.claim(chosen.run, chosen.id, kind, text, by=BY)  # compare-and-set: one answer wins
+        if first is not None:
+            raise FlowerError(f"{chosen.id} was already settled: {first.body}")
     return f"{'declined' if decline else 'answered'} {chosen.id}: {chosen.question}"
 
 
