@@ -35,7 +35,15 @@ from claude_agent_sdk import HookMatcher, McpSdkServerConfig
 from flower import texts
 from flower.agent.events import Event
 from flower.errors import ConfigError
-from flower.human.mailbox import Letter, LetterKind, Mailbox, PostgresMailbox, open_mailbox, pending_questions
+from flower.human.mailbox import (
+    STEERING,
+    Letter,
+    LetterKind,
+    Mailbox,
+    PostgresMailbox,
+    open_mailbox,
+    pending_questions,
+)
 from flower.human.records import Ask, AskState, Mail, stamp
 from flower.human.tools import main_thread_only, make_server
 from flower.util.confined import append_text
@@ -96,8 +104,8 @@ class HumanChannel:
         self._cursor = 0
         self._received: set[str] = set()
         self._follow: Runtime | None = None  # a bound runtime whose run id names the run (a workflow may change it)
-        self._handoff: Callable[[str], None] | None = None
-        """The bound runtime's `handoff`: a `handoff` letter calls it with its focus."""
+        self._steer: Runtime | None = None
+        """The bound runtime: a steering letter calls its `handoff(goal)` or `interrupt(remark)`."""
         if mailbox is not None:
             self.attach(mailbox, run)
 
@@ -168,10 +176,15 @@ class HumanChannel:
             if not self.run:
                 self._follow = runtime
             self.attach(mailbox, self.run or runtime.run_id)
-        self._handoff = getattr(runtime, "handoff", None)
+        return self.steered_by(runtime)
+
+    def steered_by(self, runtime: Runtime) -> HumanChannel:
+        """Take the letters that steer a run (`flower handoff`, the web page's interrupt) for `runtime`, at
+        each of its main-thread tool boundaries (`Runtime.on_boundary`)."""
+        self._steer = runtime
         boundary = getattr(runtime, "on_boundary", None)
         if callable(boundary):
-            boundary(self.sync)  # letters that steer the run (`flower handoff`) are taken at each tool boundary
+            boundary(self.sync)
         return self
 
     def _run_key(self) -> str:
@@ -353,10 +366,10 @@ class HumanChannel:
             self.decline(letter.ref, letter.body)
         elif letter.kind == "mail" and str(letter.id) not in self._received:
             self._deliver(letter)
-        elif letter.kind == "handoff" and str(letter.id) not in self._received and self._handoff is not None:
+        elif letter.kind in STEERING and str(letter.id) not in self._received and self._steer is not None:
             self._received.add(str(letter.id))
             self._post("received", "", ref=str(letter.id))
-            self._handoff(letter.body)
+            getattr(self._steer, letter.kind)(letter.body)  # Runtime.handoff(goal) / Runtime.interrupt(remark)
 
     def _deliver(self, letter: Letter) -> None:
         """A mail letter into the inbox, marked received in the mailbox (so it is delivered once)."""

@@ -51,8 +51,11 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-LetterKind = Literal["open", "question", "settled", "received", "answer", "decline", "mail", "handoff"]
-KINDS = ("open", "question", "settled", "received", "answer", "decline", "mail", "handoff")
+LetterKind = Literal["open", "question", "settled", "received", "answer", "decline", "mail", "handoff", "interrupt"]
+KINDS = ("open", "question", "settled", "received", "answer", "decline", "mail", "handoff", "interrupt")
+STEERING = ("handoff", "interrupt")
+"""Letters that steer a run (`flower handoff`, `flower web`): its bound channel takes each once, at the next
+main-thread tool boundary."""
 RUN_KINDS = ("open", "question", "settled", "received")
 """The letters only a run writes: the newest of them names the run that is current."""
 SETTLING = ("answer", "decline", "settled")

@@ -184,10 +184,14 @@ class Runtime:
 
     def _bind_channel(self, spec: AgentSpec) -> None:
         """The spec's human channel answers through this runtime's mailbox unless it has one already: a
-        channel that only `coordinator(channel=)` saw is still reachable from `flower asks / answer / say`."""
+        channel that only `coordinator(channel=)` saw is still reachable from `flower asks / answer / say`;
+        and it steers this runtime (`flower handoff`, the web page's interrupt) at each tool boundary."""
         bind = getattr(spec.channel, "bind", None)
         if callable(bind) and getattr(spec.channel, "mailbox", None) is None:
             bind(self)
+        steered = getattr(spec.channel, "steered_by", None)
+        if callable(steered):
+            steered(self)  # its steering letters are taken at this runtime's tool boundaries
 
     def stream(self, spec: AgentSpec, prompt: str, **kwargs: Any) -> EventStream[StepResult]:
         """`async for event in rt.stream(spec, prompt)`: the step's events as they happen; the

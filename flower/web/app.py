@@ -6,6 +6,8 @@
     POST /api/answer               {"qid", "text", "decline", "run"}: answer or decline a waiting question
     POST /api/runs/RUN/say         {"text"}: mail for the run's inbox
     POST /api/runs/RUN/cancel      cancel the run
+    POST /api/runs/RUN/interrupt   {"text"}: stop the turn at the next tool boundary, resume with the remark
+    POST /api/runs/RUN/handoff     {"text"}: hand over at the next tool boundary, the text as the focus
 
 Invariants:
 - A stream reads the source every `interval` seconds (in a worker thread: the readers block) and sends
@@ -145,6 +147,16 @@ def create_app(source: Source, *, host: str = "127.0.0.1", token: str | None = N
 
         return await _reply(work)
 
+    async def steering(request: Request) -> Response:
+        run_id, body = request.path_params["run_id"], await _body(request)
+        handoff = request.url.path.endswith("/handoff")
+
+        def work() -> str:
+            known(run_id)
+            return steer.steer_run(source, run_id, "handoff" if handoff else "interrupt", str(body.get("text", "")))
+
+        return await _reply(work)
+
     async def cancel(request: Request) -> Response:
         run_id = request.path_params["run_id"]
         return await _reply(lambda: steer.cancel(source, run_id))
@@ -165,6 +177,8 @@ def create_app(source: Source, *, host: str = "127.0.0.1", token: str | None = N
         Route("/runs/{run_id}", one_run), Route("/runs/{run_id}/events", run_events),
         Route("/api/runs/{run_id}", run_json), Route("/api/runs/{run_id}/say", say, methods=["POST"]),
         Route("/api/runs/{run_id}/cancel", cancel, methods=["POST"]),
+        Route("/api/runs/{run_id}/interrupt", steering, methods=["POST"]),
+        Route("/api/runs/{run_id}/handoff", steering, methods=["POST"]),
         *(Route(f"/{name}", static) for name in _TYPES),
     ]
     app = Starlette(routes=routes, exception_handlers={404: missing, 400: missing, 405: missing})

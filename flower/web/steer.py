@@ -1,4 +1,5 @@
-"""Steering from `flower web`: answer or decline a waiting question, mail the inbox, cancel a run.
+"""Steering from `flower web`: answer or decline a waiting question, mail the inbox, interrupt with a remark,
+ask for a handoff, cancel a run.
 
 Each action is the one the CLI command does, through the same library calls: `flower answer` and `flower
 say` append letters to the run's mailbox (`flower.human.mailbox`: `pending_questions`, then `claim`, the
@@ -20,7 +21,7 @@ from flower.web.source import Source
 if TYPE_CHECKING:
     from flower.human.mailbox import LetterKind
 
-__all__ = ["BY", "answer", "cancel", "say"]
+__all__ = ["BY", "answer", "cancel", "say", "steer_run"]
 
 BY = "flower web"
 """Who answered, as the mailbox records it and other answerers are told."""
@@ -60,6 +61,18 @@ def say(source: Source, run_id: str, text: str) -> str:
         box.post(run_id if known else BROADCAST, "mail", text)
     where = f"run {run_id}" if known else "every run of this mailbox"
     return f"sent to {where}: the run's next inbox call delivers it"
+
+
+def steer_run(source: Source, run_id: str, kind: LetterKind, text: str) -> str:
+    """A steering letter (`handoff` with its focus, `interrupt` with its remark), as `flower handoff` posts one:
+    the run's bound channel takes it at the next main-thread tool boundary."""
+    text = " ".join(text.split())
+    with source.mailbox(create=True) as box:
+        assert box is not None  # created when missing
+        known = any(letter.run == run_id for letter in box.read(run_id))
+        box.post(run_id if known else BROADCAST, kind, text)
+    what = "hand over" if kind == "handoff" else "stop its turn"
+    return f"asked run {run_id} to {what} at its next tool boundary" + (f": {text}" if text else "")
 
 
 def cancel(source: Source, run_id: str) -> str:

@@ -235,3 +235,32 @@ def test_a_fleet_run_on_postgresql_shows_the_machine_of_each_step(
                 if child is not None:
                     stop(child)
     assert browser.problems == []
+
+
+def test_a_handoff_asked_in_the_browser_hands_the_run_over_with_its_focus(
+    scripted_api: ScriptedAPI, tmp_path: Path, run_dir: Path, web: WebServer, browser: Browser
+) -> None:
+    """Steering from the page (issue #29, #27): the focus typed in the page reaches the handoff request at the
+    run's next tool boundary, here the end of a question it waits on."""
+    (tmp_path / "flow.py").write_text(ASK_FLOW.format(run_dir=str(run_dir)))
+    env = scripted_api.cli_env(tmp_path / "home")
+    scripted_api.script([tool_use("mcp__human__ask", {"question": "Go on?", "options": ["yes", "no"]}),
+                         text("## Doing\nPainting the shed.\n## Next\n1. The second coat.\n"), text("done")])
+    child = flower(env, "run", f"{tmp_path / 'flow.py'}:flow", "-w", str(tmp_path / "ws"), "-r", str(run_dir))
+    try:
+        page = open_page(browser, web.url)
+        row = wait_until(lambda: page.query_selector("tr[data-run]"), "the run's row")
+        page.goto(web.url.rstrip("/") + f"/runs/{row.get_attribute('data-run')}")
+        page.evaluate("window.loadedOnce = true")
+        wait_until(lambda: page.query_selector(".question .asked"), "the question", timeout=120)
+        page.fill("#mail", "the second coat first")
+        page.click("#handoff")
+        wait_until(lambda: "to hand over at its next tool boundary" in page.inner_text("#notice"), "the confirmation")
+        page.click('.question button.option:text("yes")')
+        wait_until(lambda: page.inner_text("#state") == "finished", "the run finished", timeout=120)
+    finally:
+        code, _, err = finish(child)
+    assert code == 0, err
+    asked = scripted_api.main_requests[1].text
+    assert "## Doing" in asked and "the second coat first" in asked
+    assert still_loaded_once(page) and browser.problems == []

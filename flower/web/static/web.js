@@ -180,6 +180,8 @@
     renderQuestions(view.questions);
     var ended = ["finished", "failed", "cancelled"].indexOf(run.state) >= 0;
     $("cancel").disabled = ended;
+    $("interrupt").disabled = ended;
+    $("handoff").disabled = ended;
     body.setAttribute("data-updated", String(Date.now()));
   }
   function listen(url, event, render) {
@@ -207,6 +209,12 @@
     $("send").addEventListener("click", function () {
       var text = $("mail").value;
       act("/api/runs/" + encodeURIComponent(runId) + "/say", {text: text}).then(function (r) { if (r.ok) $("mail").value = ""; });
+    });
+    ["interrupt", "handoff"].forEach(function (what) {
+      $(what).addEventListener("click", function () {
+        act("/api/runs/" + encodeURIComponent(runId) + "/" + what, {text: $("mail").value})
+          .then(function (r) { if (r.ok) $("mail").value = ""; });
+      });
     });
     $("cancel").addEventListener("click", function () { $("cancel-yes").hidden = false; });
     $("cancel-yes").addEventListener("click", function () {

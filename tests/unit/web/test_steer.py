@@ -61,3 +61,14 @@ def test_mail_goes_to_the_run_whose_channel_wrote_else_to_every_run(tmp_path: Pa
     box.close()
     with pytest.raises(ConfigError, match="the message is empty"):
         steer.say(Source(tmp_path), "run-1", " ")
+
+
+def test_a_handoff_or_an_interrupt_is_a_steering_letter_of_the_run(tmp_path: Path) -> None:
+    """Issue #29 (steering) and #27 (handoff): the letters `flower handoff` writes; the run's channel takes
+    them at its next tool boundary."""
+    asked(tmp_path)
+    assert steer.steer_run(Source(tmp_path), "run-1", "handoff", " port  the lexer ") == (
+        "asked run run-1 to hand over at its next tool boundary: port the lexer")
+    assert steer.steer_run(Source(tmp_path), "run-1", "interrupt", "") == (
+        "asked run run-1 to stop its turn at its next tool boundary")
+    assert letters(tmp_path)[1:] == [("run-1", "handoff", "", "port the lexer"), ("run-1", "interrupt", "", "")]
