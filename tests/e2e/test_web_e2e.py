@@ -60,6 +60,16 @@ def still_loaded_once(page: Any) -> bool:
     return bool(page.evaluate("window.loadedOnce === true"))
 
 
+def question_page(b: Browser, web: WebServer) -> Any:
+    """The page of the one run in the list, once it shows the question the run waits on."""
+    page = open_page(b, web.url)
+    row = wait_until(lambda: page.query_selector("tr[data-run]"), "the run's row")
+    page.goto(web.url.rstrip("/") + f"/runs/{row.get_attribute('data-run')}")
+    page.evaluate("window.loadedOnce = true")
+    wait_until(lambda: page.query_selector(".question .asked"), "the question", timeout=120)
+    return page
+
+
 def state_of(page: Any, run_id: str) -> str | None:
     row = page.query_selector(f'tr[data-run="{run_id}"]')
     return row.get_attribute("data-state") if row is not None else None
@@ -97,11 +107,7 @@ def test_a_question_answered_in_the_browser_is_the_asks_result(
                          text("painting it blue")])
     child = flower(env, "run", f"{tmp_path / 'flow.py'}:flow", "-w", str(tmp_path / "ws"), "-r", str(run_dir))
     try:
-        page = open_page(browser, web.url)
-        row = wait_until(lambda: page.query_selector("tr[data-run]"), "the run's row")
-        page.goto(web.url.rstrip("/") + f"/runs/{row.get_attribute('data-run')}")
-        page.evaluate("window.loadedOnce = true")
-        wait_until(lambda: page.query_selector(".question .asked"), "the question", timeout=120)
+        page = question_page(browser, web)
         assert page.inner_text(".question .asked") == "Which colour?"
         page.click('.question button.option:text("blue")')
         wait_until(lambda: "answered q1: Which colour?" in page.inner_text("#notice"), "the confirmation")
@@ -248,11 +254,7 @@ def test_a_handoff_asked_in_the_browser_hands_the_run_over_with_its_focus(
                          text("## Doing\nPainting the shed.\n## Next\n1. The second coat.\n"), text("done")])
     child = flower(env, "run", f"{tmp_path / 'flow.py'}:flow", "-w", str(tmp_path / "ws"), "-r", str(run_dir))
     try:
-        page = open_page(browser, web.url)
-        row = wait_until(lambda: page.query_selector("tr[data-run]"), "the run's row")
-        page.goto(web.url.rstrip("/") + f"/runs/{row.get_attribute('data-run')}")
-        page.evaluate("window.loadedOnce = true")
-        wait_until(lambda: page.query_selector(".question .asked"), "the question", timeout=120)
+        page = question_page(browser, web)
         page.fill("#mail", "the second coat first")
         page.click("#handoff")
         wait_until(lambda: "to hand over at its next tool boundary" in page.inner_text("#notice"), "the confirmation")
