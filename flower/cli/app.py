@@ -22,6 +22,7 @@ from flower.cli.demo_cmd import demo
 from flower.cli.flowrun import cancel, once, resume, run, runs, worker
 from flower.cli.go import go
 from flower.cli.human import answer, asks, handoff, say
+from flower.cli.init_cmd import init
 from flower.cli.reading import config, logs, preview, report, sessions
 from flower.cli.testing_cmd import testing
 from flower.cli.web_cmd import web
@@ -35,7 +36,7 @@ COMMANDS: tuple[click.Command, ...] = (
     report, preview, sessions, logs,      # reading a run back
     runs, resume, cancel, worker,         # durable workflow runs
     asks, answer, say, handoff, web,      # talking to a running agent
-    config, testing, demo,                # settings, offline tools
+    config, init, testing, demo,          # settings, offline tools
 )
 """Every command of `flower`, in the order `flower --help` lists them."""
 
