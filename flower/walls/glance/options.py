@@ -191,7 +191,7 @@ def parse(rule: Rule, name: str, words: list[Word], *, stop: bool, subcommand: b
             operands.append(word)
             continue
         if rule.globs and not word.literal and not word.params and not word.braced:
-            if word.value[:1] in "*?[":
+            if word.value[:1] and word.value[0] in "*?[":
                 operands.append(word)
                 continue
             flag, eq, _ = word.value.partition("=")
