@@ -10,6 +10,8 @@ Invariants:
   again (`decide`); generations have their own cap (`HandoffPolicy.max_generations`).
 - A real overflow caps the window for the rest of the run before the rules read it.
 - A new generation's refresh checks start afresh: the waiting was for the retired session's context.
+- A retry after an attempt that never began a session (the CLI died before its first frame) sends the
+  generation's first message again, so the new session still holds the task.
 """
 
 from __future__ import annotations
@@ -79,9 +81,10 @@ async def _attempts(runtime: Host, step: Step, message: str, session: str | None
             error = await _before_retry(runtime, step, outcome, move)
             if error is not None:
                 return replace(move, kind="stop", error=error), outcome, session
-        if move.kind in ("resume", "refresh", "retry"):
+        if move.kind in ("resume", "refresh", "retry") and session is not None:
             message = move.message
-            continue
+        if move.kind in ("resume", "refresh", "retry"):
+            continue  # no session began (the CLI died before its first frame): the next one starts afresh
         return move, outcome, session
 
 

