@@ -48,6 +48,7 @@ class Host(Protocol):
     handoff: HandoffPolicy | None
     refresh: RefreshPolicy | None
     retry: RetryPolicy | None
+    limit_wait: float
     store: SessionStore
     workbench: Workbench | None
     placement: Placement

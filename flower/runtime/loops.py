@@ -9,6 +9,7 @@ Invariants:
 - Retries count failures only: handoffs and interrupts use none, and a new generation starts the count
   again (`decide`); generations have their own cap (`HandoffPolicy.max_generations`).
 - A real overflow caps the window for the rest of the run before the rules read it.
+- A usage limit is waited for in one sleep, announced once (`limit_wait` bounds the step's waiting).
 - A new generation's refresh checks start afresh: the waiting was for the retired session's context.
 - A retry after an attempt that never began a session (the CLI died before its first frame) sends the
   generation's first message again, so the new session still holds the task.
@@ -16,14 +17,16 @@ Invariants:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 import anyio
 
 from flower import texts
 from flower.agent.events import Event, emit
-from flower.runtime.decide import Limits, Move, State, decide, saved_note
+from flower.runtime.decide import Limits, Move, State, decide, saved_note, span
 from flower.runtime.handoff import save_handoff
 from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome
@@ -81,9 +84,11 @@ async def _attempts(runtime: Host, step: Step, message: str, session: str | None
             error = await _before_retry(runtime, step, outcome, move)
             if error is not None:
                 return replace(move, kind="stop", error=error), outcome, session
-        if move.kind in ("resume", "refresh", "retry") and session is not None:
+        elif move.kind == "wait":
+            await _wait_for_reset(step, move.until)
+        if move.kind in ("resume", "refresh", "retry", "wait") and session is not None:
             message = move.message
-        if move.kind in ("resume", "refresh", "retry"):
+        if move.kind in ("resume", "refresh", "retry", "wait"):
             continue  # no session began (the CLI died before its first frame): the next one starts afresh
         return move, outcome, session
 
@@ -100,7 +105,7 @@ def _limits(runtime: Host, step: Step) -> Limits:
         prompt=step.prompt, generations=handoff is not None, max_generations=_max_generations(runtime),
         retries=retry is not None, max_attempts=retry.max_attempts if retry is not None else 1,
         window=runtime.window(step.spec) or 0, threshold=runtime.threshold(step.spec) or 0,
-        endpoint=endpoint_of(runtime._cli_env()),
+        endpoint=endpoint_of(runtime._cli_env()), limit_wait=runtime.limit_wait, now=time.time(),
     )
 
 
@@ -138,6 +143,19 @@ def _next_generation(runtime: Host, step: Step, move: Move, session: str | None)
 def _save(runtime: Host, step: str, doc: str) -> Path:
     notes = runtime.workbench.folder("notes") if runtime.workbench is not None else Confined(runtime.run_dir, ("notes",))
     return save_handoff(notes, step, doc)
+
+
+async def _wait_for_reset(step: Step, until: float) -> None:
+    """Say once that the step waits for the usage limit, and until when; then sleep past the reset."""
+    seconds = max(0.0, until - time.time())
+    at = datetime.fromtimestamp(until).astimezone().strftime("%H:%M %Z")
+    emit(step.on_event, Event("system", f"usage limit reached: waiting {span(seconds)} for it to reset at {at}",
+                              payload={"subtype": "limit_wait", "until": until, "seconds": round(seconds, 1)}))
+    await anyio.sleep(seconds + _RESET_MARGIN)
+
+
+_RESET_MARGIN = 1.0
+"""Seconds past the announced reset before resuming (the reset is given in whole seconds)."""
 
 
 async def _before_retry(runtime: Host, step: Step, outcome: Outcome, move: Move) -> str | None:

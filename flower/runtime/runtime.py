@@ -99,6 +99,7 @@ class Runtime:
         self.handoff: HandoffPolicy | None = cfg.handoff_policy()
         self.refresh: RefreshPolicy | None = _policy(cfg.refresh, RefreshPolicy())
         self.retry: RetryPolicy | None = _policy(cfg.resilience, RetryPolicy())
+        self.limit_wait = cfg.limit_wait
         self.portable = cfg.portable
         self.placement: Placement = cfg.placement
         self.env = dict(cfg.env)

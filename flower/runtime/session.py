@@ -32,6 +32,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeSDKClient,
     HookMatcher,
+    RateLimitEvent,
     ResultMessage,
     SystemMessage,
     TaskNotificationMessage,
@@ -51,7 +52,13 @@ from flower.runtime.handoff import degraded_handoff, parse_handoff
 from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome, outcome_kind
 from flower.runtime.refresh import CHARS_PER_TOKEN
-from flower.runtime.resilience import endpoint_of, endpoint_reachable, probe_target, worker_cut_off
+from flower.runtime.resilience import (
+    endpoint_of,
+    endpoint_reachable,
+    probe_target,
+    usage_limit_reset,
+    worker_cut_off,
+)
 from flower.util.oneline import first_line, one_line
 
 __all__ = ["Session"]
@@ -89,6 +96,8 @@ class Session:
         self.cut = False
         """The runtime stopped the CLI's own retries (and already said why)."""
         self.worker_errors: list[str] = []
+        self.resets_at: float | None = None
+        """A usage limit refused the session's request: when it resets (the CLI's rate_limit_event)."""
         self._cut_off: set[str] = set()
         self._seen: set[str] = set()
         self._waits: dict[str, anyio.Event] = {}
@@ -133,7 +142,8 @@ class Session:
         return Outcome(kind, session_id=self.session_id, text=self.text, error=self.error, status=self.status,
                        handoff=self.handoff, degraded=self.degraded, stale=self.refresh,
                        settled=self.result is not None, cost=self.cost, turns=self.turns,
-                       worker_errors=tuple(self.worker_errors))
+                       worker_errors=tuple(self.worker_errors),
+                       resets_at=(self.resets_at or usage_limit_reset(self.error)) if self.error else None)
 
     async def _restore(self) -> None:
         """The cost base and what the rewriting store dropped, from the transcript a resume hands the CLI."""
@@ -164,6 +174,8 @@ class Session:
                 self._on_result(msg)
             elif isinstance(msg, UserMessage):
                 self._on_user(msg)
+            elif isinstance(msg, RateLimitEvent) and msg.rate_limit_info.status == "rejected":
+                self.resets_at = msg.rate_limit_info.resets_at or self.resets_at
             if isinstance(msg, TaskNotificationMessage):
                 self._on_task_notification(msg)
 

@@ -21,7 +21,7 @@ from flower.agent.spec import AgentSpec
 from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.resilience import RetryPolicy
 from flower.runtime.runtime import Runtime
-from flower.testing import ScriptedAPI, Usage, text, tool_use
+from flower.testing import ScriptedAPI, Usage, api_error, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -97,3 +97,41 @@ async def test_two_incomplete_handoffs_give_a_fallback_that_quotes_the_task(
     doc = Path(result.handoffs[0]).read_text()
     assert "TASK-MARK-D" in doc and "see the workbench notes" not in doc
     assert "TASK-MARK-D" in scripted_api.requests[-1].last_user_text()
+
+
+def _subscriber(api: ScriptedAPI, reset: float) -> dict[str, str]:
+    """A claude.ai login (the CLI then says "You've hit your ... limit"), refused until `reset`."""
+    headers = {"anthropic-ratelimit-unified-status": "rejected",
+               "anthropic-ratelimit-unified-reset": str(int(reset)),
+               "anthropic-ratelimit-unified-representative-claim": "five_hour"}
+    api.handler = lambda request: (api_error(429, "rate_limit_error", headers=headers) if time.time() < reset
+                                   else text("done after the reset"))
+    return {"CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-fake-flower-testing", "ANTHROPIC_API_KEY": ""}
+
+
+async def test_a_usage_limit_is_waited_for_and_said_once(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 10a: a usage limit was retried like an overload (seconds apart) and the step failed."""
+    reset = int(time.time()) + 8  # past the four quick retries the step had before
+    rt = runtime(scripted_api, tmp_path, workspace, env=_subscriber(scripted_api, reset))
+    events: list[Event] = []
+    result = await rt.run(solo(), "the task TASK-MARK-A", on_event=events.append)
+    assert result.ok and result.text == "done after the reset", result.error
+    waits = [e for e in events if e.payload.get("subtype") == "limit_wait"]
+    assert len(waits) == 1 and "usage limit reached: waiting" in waits[0].text
+    assert waits[0].payload["until"] == reset and result.retries == ()
+    assert "You've hit your" in result.errors[0] and "resets" in result.errors[0]
+    assert "TASK-MARK-A" in scripted_api.requests[-1].text and time.time() >= reset
+
+
+async def test_a_usage_limit_past_limit_wait_fails_at_once_saying_when_it_resets(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    reset = int(time.time()) + 3600
+    rt = runtime(scripted_api, tmp_path, workspace, env=_subscriber(scripted_api, reset), limit_wait=60)
+    started = time.monotonic()
+    result = await rt.run(solo(), "task")
+    assert not result.ok and result.attempts == 1 and time.monotonic() - started < 30
+    assert result.error is not None and "(in 1 h): longer than this step may still wait for a usage limit, 1 min" in result.error
+    assert "FLOWER_LIMIT_WAIT" in result.error
