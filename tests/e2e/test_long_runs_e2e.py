@@ -7,6 +7,7 @@ quotes the task, and a typo'd endpoint fails within seconds.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -21,7 +22,7 @@ from flower.agent.spec import AgentSpec
 from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.resilience import RetryPolicy
 from flower.runtime.runtime import Runtime
-from flower.testing import ScriptedAPI, Usage, api_error, text, tool_use
+from flower.testing import ScriptedAPI, Usage, api_error, prompt_too_long, text, tool_use
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -135,3 +136,23 @@ async def test_a_usage_limit_past_limit_wait_fails_at_once_saying_when_it_resets
     assert not result.ok and result.attempts == 1 and time.monotonic() - started < 30
     assert result.error is not None and "(in 1 h): longer than this step may still wait for a usage limit, 1 min" in result.error
     assert "FLOWER_LIMIT_WAIT" in result.error
+
+
+async def test_the_window_an_overflow_showed_outlives_a_restart(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 10b: the calibrated window was kept in memory only, so a restarted run overflowed again."""
+    scripted_api.script([tool_use("Bash", {"command": "echo work"}, usage=Usage(input_tokens=120_000)),
+                         prompt_too_long(), text("continued in generation two")])
+    first = runtime(scripted_api, tmp_path, workspace)
+    assert (await first.run(solo(), "task")).ok
+    learned = first.window(solo())
+    assert learned is not None and 120_000 <= learned < 130_000  # the context the overflow came at
+    scripted_api.script([text("after the restart")])
+    again = runtime(scripted_api, tmp_path, workspace)
+    result = await again.run(solo(), "task")
+    assert result.ok and again.window(solo()) == learned
+    rows = json.loads((tmp_path / "runs" / "manifest.json").read_text())["steps"]
+    assert rows[-1]["window"] == learned and rows[-1]["threshold"] == learned - learned // 4
+    stored = json.loads((tmp_path / "runs" / "windows.json").read_text())
+    assert list(stored.values()) == [learned] and scripted_api.base_url in next(iter(stored))
