@@ -1,13 +1,17 @@
-"""The context windows real overflows showed, kept in the run dir so a restarted run starts from them.
+"""What a run learned about its endpoints, kept in the run dir so a restarted run starts from it: the
+context windows real overflows showed, and which endpoints have answered at all.
 
 An overflow ("prompt is too long: 210000 tokens > 200000 maximum") tells what an endpoint really allows a
 model, which may be less than the model's published window (a proxy, a gateway, a smaller deployment).
 `Runtime._calibrate` records it here per endpoint and model; a runtime on the same run dir reads it at
-start, so the same endpoint does not overflow again after a restart.
+start, so the same endpoint does not overflow again after a restart. An endpoint that never answered in
+this run dir and refuses connections is most likely a typo: the step fails within seconds instead of
+probing it for minutes (`answered`).
 
 Invariants:
-- `windows.json` in the run dir maps "<endpoint> <model>" to the smallest window seen; it is written
-  atomically (readers see the old or the new file) and a symlink there is replaced, never followed.
+- `windows.json` in the run dir maps "<endpoint> <model>" to the smallest window seen (`windows`) and
+  lists the endpoints that answered (`answered`); it is written atomically (readers see the old or the new
+  file) and a symlink there is replaced, never followed.
 - A missing, unreadable or malformed file is no calibration (nothing was learned yet), never an error:
   each entry is checked, and only whole numbers of at least 1,000 tokens count.
 """
@@ -25,11 +29,12 @@ FILE = "windows.json"
 
 
 class Windows:
-    """The windows overflows showed, by endpoint and model, backed by the run dir's `windows.json`."""
+    """The windows overflows showed, by endpoint and model, and the endpoints that answered, backed by
+    the run dir's `windows.json`."""
 
     def __init__(self, run_dir: Path) -> None:
         self._folder = Confined(run_dir)
-        self._known: dict[str, int] = _load(self._folder.read_bytes(FILE))
+        self._known, self._answered = _load(self._folder.read_bytes(FILE))
 
     def get(self, endpoint: str, model: str | None) -> int | None:
         return self._known.get(_key(endpoint, model))
@@ -40,21 +45,38 @@ class Windows:
         if key in self._known and self._known[key] <= window:
             return False
         self._known[key] = window
-        latest = {**_load(self._folder.read_bytes(FILE)), key: window}  # another process may have learned too
-        merged = {k: min(v, self._known.get(k, v)) for k, v in latest.items()}
-        self._folder.write_atomic(FILE, (json.dumps(merged, indent=1, sort_keys=True) + "\n").encode())
+        self._save()
         return True
+
+    def answered(self, endpoint: str) -> bool:
+        """Whether `endpoint` ever answered a request of this run dir's runs."""
+        return _key(endpoint, None) in self._answered
+
+    def mark_answered(self, endpoint: str) -> None:
+        if not self.answered(endpoint):
+            self._answered.add(_key(endpoint, None))
+            self._save()
+
+    def _save(self) -> None:
+        known, answered = _load(self._folder.read_bytes(FILE))  # another process may have learned too
+        merged = {k: min(v, self._known.get(k, v)) for k, v in {**self._known, **known}.items()}
+        self._known, self._answered = merged, self._answered | answered
+        data = {"windows": merged, "answered": sorted(self._answered)}
+        self._folder.write_atomic(FILE, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
 
 
 def _key(endpoint: str, model: str | None) -> str:
     return f"{endpoint.rstrip('/')} {model or ''}".strip()
 
 
-def _load(data: bytes | None) -> dict[str, int]:
+def _load(data: bytes | None) -> tuple[dict[str, int], set[str]]:
     try:
         raw = json.loads(data or b"{}")
     except ValueError:
-        return {}
+        return {}, set()
     if not isinstance(raw, dict):
-        return {}
-    return {str(k): v for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1_000}
+        return {}, set()
+    windows, answered = raw.get("windows"), raw.get("answered")
+    known = {str(k): v for k, v in windows.items() if isinstance(v, int) and not isinstance(v, bool)
+             and v >= 1_000} if isinstance(windows, dict) else {}
+    return known, {a for a in answered if isinstance(a, str)} if isinstance(answered, list) else set()

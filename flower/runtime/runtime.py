@@ -14,6 +14,8 @@ Invariants:
 - The window follows the model in use (the session's init message and replies), and a real overflow caps
   it for that endpoint and model in this run dir, across restarts (`calibration`, `resolve_window`).
 - Every error that ends a step on the API's side names the endpoint (ANTHROPIC_BASE_URL or the default host).
+- An endpoint that never answered this run dir and refuses connections (or never completes one) fails the
+  step within seconds, naming it: it is most likely a typo, not an outage to wait for.
 """
 
 from __future__ import annotations
@@ -241,6 +243,14 @@ class Runtime:
         if seen and self._windows.learn(endpoint_of(self._cli_env()), self._model or meter.model, seen):
             emit(on_event, Event("system", f"context overflow: the window is taken as at most {seen:,} tokens",
                                  payload={"subtype": "window", "window": seen, "calibrated": True}))
+
+    def _answered(self) -> None:
+        """The endpoint answered a request: a later refused connection is an outage, not a typo."""
+        self._windows.mark_answered(endpoint_of(self._cli_env()))
+
+    def _ever_answered(self) -> bool:
+        """Whether the endpoint answered any request of this run dir's runs (see `_answered`)."""
+        return self._windows.answered(endpoint_of(self._cli_env()))
 
     def _use_model(self, spec: AgentSpec, model: str, on_event: OnEvent | None) -> None:
         """The session reported the model it runs: the window follows it; say so when it is not the spec's."""

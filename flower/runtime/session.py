@@ -200,6 +200,8 @@ class Session:
             await self._stop_cli_retries(client, msg.data)
 
     def _on_assistant(self, msg: AssistantMessage, generations: bool) -> None:
+        if msg.model != "<synthetic>":
+            self.runtime._answered()
         if msg.parent_tool_use_id is not None or msg.model == "<synthetic>":
             return
         self.runtime._use_model(self.step.spec, msg.model, self.step.on_event)
@@ -226,6 +228,8 @@ class Session:
         if self.runtime._steering.note is not None and msg.subtype == "error_during_execution":
             self.interrupted = True
         elif msg.is_error and not self.stopped:
+            if msg.api_error_status is not None:  # an HTTP status: the endpoint answered
+                self.runtime._answered()
             text = first_line(msg.result or "; ".join(msg.errors or []) or msg.subtype)
             # A cap ("error_max_turns", "error_max_budget_usd") is named, so it is classified final.
             self.error = text if text == msg.subtype or not msg.subtype.startswith("error_max") \

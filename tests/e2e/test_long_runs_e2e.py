@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -22,7 +23,8 @@ from flower.agent.spec import AgentSpec
 from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.resilience import RetryPolicy
 from flower.runtime.runtime import Runtime
-from flower.testing import ScriptedAPI, Usage, api_error, prompt_too_long, text, tool_use
+from flower.testing import ScriptedAPI, Usage, api_error, cli_env, prompt_too_long, text, tool_use
+from tests.support.flowproc import finish, flower
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -155,4 +157,49 @@ async def test_the_window_an_overflow_showed_outlives_a_restart(
     rows = json.loads((tmp_path / "runs" / "manifest.json").read_text())["steps"]
     assert rows[-1]["window"] == learned and rows[-1]["threshold"] == learned - learned // 4
     stored = json.loads((tmp_path / "runs" / "windows.json").read_text())
-    assert list(stored.values()) == [learned] and scripted_api.base_url in next(iter(stored))
+    assert list(stored["windows"].values()) == [learned] and scripted_api.base_url in next(iter(stored["windows"]))
+
+
+@pytest.fixture
+def silent_port() -> Any:
+    """A port whose host never completes a connection: a listener with a full backlog drops every SYN."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    held = [socket.create_connection(("127.0.0.1", port))]
+    for _ in range(2):
+        pending = socket.socket()
+        pending.setblocking(False)
+        pending.connect_ex(("127.0.0.1", port))
+        held.append(pending)
+    yield port
+    for s in (*held, server):
+        s.close()
+
+
+@pytest.mark.parametrize("where", ["refuses", "never answers"])
+def test_a_typod_endpoint_fails_flower_once_within_seconds_naming_it(
+    tmp_path: Path, workspace: Path, where: str, request: pytest.FixtureRequest
+) -> None:
+    """Item 10e: a typo'd endpoint was probed for up to 600 s an attempt (and a host that never answers
+    held the CLI for minutes before its first retry)."""
+    if where == "refuses":
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()  # nothing listens there now
+    else:
+        port = request.getfixturevalue("silent_port")
+    url = f"http://127.0.0.1:{port}"
+    env = {**cli_env(url, tmp_path / "home"), "FLOWER_RUN_DIR": str(tmp_path / "runs")}
+    started = time.monotonic()
+    child = flower(env, "once", "hi", "-w", str(workspace))
+    try:
+        code, out, err = finish(child, timeout=45)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert time.monotonic() - started < 30, err
+    assert code != 0 and "Traceback" not in err
+    assert f"endpoint {url} does not accept connections and has never answered this run" in err + out
