@@ -188,6 +188,12 @@ RESUME_AFTER_ERROR = (
     "check the state of any call whose result you did not see before repeating it."
 )
 
+# Resumes a session after the runtime waited for a subscription's usage limit to reset (issue #26 item 10).
+RESUME_AFTER_LIMIT = (
+    "The usage limit that stopped the last request has reset. Continue the task where you left off; "
+    "check the state of any call whose result you did not see before repeating it."
+)
+
 # L-5: resumes a session after a cooperative interrupt. {message} is the user's, possibly empty.
 RESUME_AFTER_INTERRUPT = (
     "The run was interrupted on purpose. A call that was cancelled by the interruption is not a fault: "

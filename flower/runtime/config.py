@@ -88,6 +88,9 @@ class RuntimeConfig:
     """Resume a live session to drop its stale results when that pays for the cache it breaks."""
     resilience: bool | RetryPolicy = True
     """Retry transient failures with backoff and wait for a down endpoint (a `RetryPolicy` to tune it)."""
+    limit_wait: float = 21_600.0
+    """Seconds a step may wait, all told, for a subscription's usage limit to reset before it fails (0:
+    fail at once); without retries (`resilience=False`) it never waits."""
     portable: bool = True
     """The Claude Code CLI reads no user or project settings files."""
     placement: Placement = "user"
@@ -117,6 +120,9 @@ class RuntimeConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
                 raise ConfigError(f"{name} must be a whole number of at least {least}, not {value!r}")
+        if isinstance(self.limit_wait, bool) or not isinstance(self.limit_wait, (int, float)) \
+                or not self.limit_wait >= 0:
+            raise ConfigError(f"limit_wait must be a number of seconds of at least 0, not {self.limit_wait!r}")
         if self.budget is not None and not self.budget > 0:
             raise ConfigError(f"budget must be a positive number of dollars, not {self.budget}")
 
@@ -194,6 +200,7 @@ class RuntimeOptions(TypedDict, total=False):
     handoff_at: int | None
     refresh: bool | RefreshPolicy
     resilience: bool | RetryPolicy
+    limit_wait: float
     portable: bool
     placement: Placement
     env: Mapping[str, str] | None
@@ -244,6 +251,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("window", "FLOWER_WINDOW", int, "context window in tokens (handoff threshold, report)"),
     Setting("handoff_at", "FLOWER_HANDOFF_AT", int,
             "hand off once the main context reaches this many tokens, whatever the window (cost-driven)"),
+    Setting("limit_wait", "FLOWER_LIMIT_WAIT", float,
+            "seconds a step may wait for a subscription's usage limit to reset (0: fail at once)"),
     Setting("trim", "FLOWER_TRIM", bool, "trim large old tool results on resume"),
     Setting("spill_threshold", "FLOWER_SPILL_THRESHOLD", int,
             "tool outputs longer than this many chars are spilled to the workbench"),
@@ -339,6 +348,8 @@ def _parse(setting: Setting, raw: Any, where: str) -> Any:
         if isinstance(number, bool) or not isinstance(number, (int, float) if setting.kind is float else int):
             what = "a whole number" if setting.kind is int else "a number"
             raise ConfigError(f"{where} must be {what}, not {raw!r}")
+        if setting.name == "limit_wait" and not number >= 0:
+            raise ConfigError(f"{where} must be a number of seconds of at least 0, not {raw!r}")
         if setting.name == "budget":
             if not number > 0:  # `not >` refuses nan too
                 raise ConfigError(f"{where} must be a positive number of dollars, not {raw!r}")

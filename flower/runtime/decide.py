@@ -12,6 +12,9 @@ Rules, in the order they apply:
   the runtime's fallback (degraded), as is one the session could not write; two degraded in a row stop.
   A fresh generation that hands over again at its first message stops (it starts over the threshold),
   and so does one past `max_generations`, with its handoff saved so the user can continue from it.
+- A subscription's usage limit that resets within what is left of `limit_wait` for the step is waited
+  for (`wait`, no failure counted), then the session resumes; one further out stops the step at once,
+  saying when it resets. A reset already past is an ordinary failure.
 - An error is retried while retries are on, it is not fatal (an overflow without generations is fatal:
   the same session cannot fit again) and fewer than `max_attempts` attempts failed in a row. Only
   failures count; a new generation starts the count again. A step that ends on an error from the API's
@@ -28,9 +31,9 @@ from flower.runtime.handoff import degraded_handoff
 from flower.runtime.outcome import Outcome
 from flower.runtime.resilience import Kind, classify, is_final
 
-__all__ = ["Limits", "Move", "MoveKind", "State", "decide", "saved_note"]
+__all__ = ["Limits", "Move", "MoveKind", "State", "decide", "saved_note", "span"]
 
-MoveKind = Literal["resume", "refresh", "generation", "retry", "stop"]
+MoveKind = Literal["resume", "refresh", "generation", "retry", "wait", "stop"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class State:
     """Failed attempts since the generation started."""
     interrupt: str | None = None
     """The remark of an interrupt waiting for the next resume (empty: none given), or None."""
+    waited: float = 0.0
+    """Seconds the step has waited for usage limits to reset."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,10 @@ class Limits:
     window: int = 0
     threshold: int = 0
     endpoint: str = ""
+    limit_wait: float = 0.0
+    """The longest the step waits for usage limits to reset, in seconds all told (0: never)."""
+    now: float = 0.0
+    """The clock (epoch seconds) a usage limit's reset is measured from."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +87,9 @@ class Move:
     state: State
     """The state after the move."""
     message: str = ""
-    """resume, refresh, retry: what the session is resumed with."""
+    """resume, refresh, retry, wait: what the session is resumed with."""
+    until: float = 0.0
+    """wait: when the usage limit resets (epoch seconds)."""
     handoff: str = ""
     """generation: the document the next generation starts from; stop: a handoff to save and name."""
     degraded: str | None = None
@@ -145,6 +156,8 @@ def saved_note(path: str, max_generations: int) -> str:
 
 def _failure(outcome: Outcome, state: State, limits: Limits) -> Move:
     error = outcome.error or ""
+    if outcome.resets_at is not None and outcome.resets_at > limits.now and limits.retries:
+        return _usage_limit(outcome.resets_at, error, state, limits)
     fatal = outcome.kind in ("fatal", "overflow")  # without generations the same session cannot fit again
     kind: Kind = "fatal" if fatal else classify(error, outcome.status)
     state = replace(state, failures=state.failures + 1)
@@ -154,3 +167,25 @@ def _failure(outcome: Outcome, state: State, limits: Limits) -> Move:
             error = f"{error} (endpoint {limits.endpoint})"
         return Move("stop", state, error=error)
     return Move("retry", state, message=texts.RESUME_AFTER_ERROR, retry=kind)
+
+
+def _usage_limit(resets_at: float, error: str, state: State, limits: Limits) -> Move:
+    """Wait for the reset while the step's waiting stays within `limit_wait`; else stop, saying when."""
+    wait = resets_at - limits.now
+    if state.waited + wait <= limits.limit_wait:
+        return Move("wait", replace(state, waited=state.waited + wait), message=texts.RESUME_AFTER_LIMIT,
+                    until=resets_at, retry="transient")
+    left = max(0.0, limits.limit_wait - state.waited)
+    return Move("stop", replace(state, failures=state.failures + 1),
+                error=f"{error} (in {span(wait)}): longer than this step may still wait for a usage limit, "
+                      f"{span(left)} (limit_wait, FLOWER_LIMIT_WAIT)")
+
+
+def span(seconds: float) -> str:
+    """A duration for people: `45s`, `12 min`, `2 h`, `3 h 20 min`."""
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h" + (f" {minutes % 60} min" if minutes % 60 else "")

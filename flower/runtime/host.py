@@ -49,6 +49,7 @@ class Host(Protocol):
     handoff_policy: HandoffPolicy | None
     refresh: RefreshPolicy | None
     retry: RetryPolicy | None
+    limit_wait: float
     store: SessionStore
     workbench: Workbench | None
     placement: Placement
@@ -67,6 +68,10 @@ class Host(Protocol):
     def _cli_env(self) -> dict[str, str]: ...
 
     def _key(self, session: str) -> dict[str, str]: ...
+
+    def _answered(self) -> None: ...
+
+    def _ever_answered(self) -> bool: ...
 
     def _use_model(self, spec: AgentSpec, model: str, on_event: OnEvent | None) -> None: ...
 

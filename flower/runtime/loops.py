@@ -9,23 +9,30 @@ Invariants:
 - Retries count failures only: handoffs and interrupts use none, and a new generation starts the count
   again (`decide`); generations have their own cap (`HandoffPolicy.max_generations`).
 - A real overflow caps the window for the rest of the run before the rules read it.
+- An endpoint that never answered this run dir and takes no connection fails the step within seconds,
+  before the first attempt and before any probe (a typo'd ANTHROPIC_BASE_URL is not an outage).
+- A usage limit is waited for in one sleep, announced once (`limit_wait` bounds the step's waiting).
 - A new generation's refresh checks start afresh: the waiting was for the retired session's context.
+- A retry after an attempt that never began a session (the CLI died before its first frame) sends the
+  generation's first message again, so the new session still holds the task.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 import anyio
 
 from flower import texts
 from flower.agent.events import Event, emit
-from flower.runtime.decide import Limits, Move, State, decide, saved_note
+from flower.runtime.decide import Limits, Move, State, decide, saved_note, span
 from flower.runtime.handoff import save_handoff
 from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome
-from flower.runtime.resilience import endpoint_of, probe_target, wait_for_endpoint
+from flower.runtime.resilience import endpoint_of, endpoint_reachable, probe_target, wait_for_endpoint
 from flower.util.confined import Confined
 
 __all__ = ["Ending", "run_step"]
@@ -43,6 +50,9 @@ class Ending:
 async def run_step(runtime: Host, step: Step, resume: str | None, fork: bool) -> Ending:
     """The generations loop."""
     state, session = State(), resume
+    unanswered = await _typo(runtime)
+    if unanswered is not None:
+        return Ending(resume, Outcome("fatal", error=unanswered), unanswered)
     message = runtime._first_message(step.prompt)
     while True:
         move, outcome, session = await _attempts(runtime, step, message, session, fork, state)
@@ -79,9 +89,12 @@ async def _attempts(runtime: Host, step: Step, message: str, session: str | None
             error = await _before_retry(runtime, step, outcome, move)
             if error is not None:
                 return replace(move, kind="stop", error=error), outcome, session
-        if move.kind in ("resume", "refresh", "retry"):
+        elif move.kind == "wait":
+            await _wait_for_reset(step, move.until)
+        if move.kind in ("resume", "refresh", "retry", "wait") and session is not None:
             message = move.message
-            continue
+        if move.kind in ("resume", "refresh", "retry", "wait"):
+            continue  # no session began (the CLI died before its first frame): the next one starts afresh
         return move, outcome, session
 
 
@@ -97,7 +110,7 @@ def _limits(runtime: Host, step: Step) -> Limits:
         prompt=step.prompt, generations=handoff is not None, max_generations=_max_generations(runtime),
         retries=retry is not None, max_attempts=retry.max_attempts if retry is not None else 1,
         window=runtime.window(step.spec) or 0, threshold=runtime.threshold(step.spec) or 0,
-        endpoint=endpoint_of(runtime._cli_env()),
+        endpoint=endpoint_of(runtime._cli_env()), limit_wait=runtime.limit_wait, now=time.time(),
     )
 
 
@@ -137,6 +150,37 @@ def _save(runtime: Host, step: str, doc: str) -> Path:
     return save_handoff(notes, step, doc)
 
 
+async def _typo(runtime: Host) -> str | None:
+    """The error for an endpoint that never answered this run dir and does not accept a connection within
+    seconds (refused, or a host that never answers): a typo to fix, not an outage to wait for."""
+    if runtime._ever_answered():
+        return None
+    env = runtime._cli_env()
+    endpoint, target = endpoint_of(env), probe_target(env)
+    if await anyio.to_thread.run_sync(endpoint_reachable, target, _TYPO_PROBE):
+        return None
+    via = f" (through the proxy {target})" if target != endpoint else ""
+    return (f"endpoint {endpoint} does not accept connections{via} and has never answered this run: "
+            "check ANTHROPIC_BASE_URL")
+
+
+_TYPO_PROBE = 3.0
+"""Seconds a connection to an endpoint that never answered may take before the step fails."""
+
+
+async def _wait_for_reset(step: Step, until: float) -> None:
+    """Say once that the step waits for the usage limit, and until when; then sleep past the reset."""
+    seconds = max(0.0, until - time.time())
+    at = datetime.fromtimestamp(until).astimezone().strftime("%H:%M %Z")
+    emit(step.on_event, Event("system", f"usage limit reached: waiting {span(seconds)} for it to reset at {at}",
+                              payload={"subtype": "limit_wait", "until": until, "seconds": round(seconds, 1)}))
+    await anyio.sleep(seconds + _RESET_MARGIN)
+
+
+_RESET_MARGIN = 1.0
+"""Seconds past the announced reset before resuming (the reset is given in whole seconds)."""
+
+
 async def _before_retry(runtime: Host, step: Step, outcome: Outcome, move: Move) -> str | None:
     """Back off, then wait for a down endpoint; the error that ends the step instead, if it stays down."""
     retry, env = runtime.retry, runtime._cli_env()
@@ -149,6 +193,9 @@ async def _before_retry(runtime: Host, step: Step, outcome: Outcome, move: Move)
     emit(step.on_event, Event("retry", outcome.error or "", payload={
         "kind": move.retry, "delay": delay, "attempt": number, "max_attempts": most, "endpoint": endpoint}))
     await anyio.sleep(delay)
+    unanswered = await _typo(runtime)
+    if unanswered is not None:
+        return f"{unanswered}; last error: {outcome.error}"
     timeout, target = retry.probe_timeout, probe_target(env)
 
     def report(state: str, seconds: float) -> None:

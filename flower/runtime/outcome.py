@@ -61,6 +61,8 @@ class Outcome:
     turns: int = 0
     worker_errors: tuple[str, ...] = ()
     """Workers cut off by a transient API failure (their dispatcher was told to dispatch them again)."""
+    resets_at: float | None = None
+    """The error is a subscription's usage limit, which resets at this time (epoch seconds)."""
 
     @property
     def refreshed(self) -> bool:

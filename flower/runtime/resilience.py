@@ -8,6 +8,10 @@ Invariants:
   timeouts; anything else is unknown (retried like transient but counted separately, so a bug does not
   loop for ever: `RetryPolicy.max_attempts` bounds both).
 - The delays grow from `base` doubling up to `cap`, with full jitter; tests pass a tiny base.
+- A subscription's usage limit is not a failure to back off from: it names when it resets (the CLI's
+  `rate_limit_event` with `status: rejected` carries `resetsAt`; its text reads "You've hit your 5-hour
+  limit · resets 11:38pm (UTC)"), and the step waits for that (`usage_limit_reset` reads the text when no
+  event came).
 - While the endpoint refuses TCP connections, `wait_for_endpoint` probes it instead of burning attempts,
   for at most `RetryPolicy.probe_timeout` seconds, and reports once when it goes away and once when it is
   back. The endpoint is `ANTHROPIC_BASE_URL`, else the default API host (`endpoint_of`); behind a proxy
@@ -23,7 +27,8 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from datetime import datetime, timedelta
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import anyio
@@ -33,8 +38,8 @@ from flower import texts
 from flower.errors import ConfigError
 
 __all__ = ["DEFAULT_ENDPOINT", "Kind", "RetryPolicy", "WORKER_CUT_OFF", "classify", "endpoint_of",
-           "endpoint_reachable", "is_final", "probe_target", "redispatch_hook", "wait_for_endpoint",
-           "worker_cut_off"]
+           "endpoint_reachable", "is_final", "probe_target", "redispatch_hook", "usage_limit_reset",
+           "wait_for_endpoint", "worker_cut_off"]
 
 DEFAULT_ENDPOINT = "https://api.anthropic.com"
 """Where the CLI sends requests when ANTHROPIC_BASE_URL is unset."""
@@ -54,6 +59,47 @@ _TRANSIENT = re.compile(r"overloaded|connection|ECONNRESET|ECONNREFUSED|ENOTFOUN
                         r"can.?t reach|cannot reach|timed? ?out|timeout|"
                         r"rate.?limit|server.?error|temporar|network|unavailable|api_error", re.IGNORECASE)
 _STATUS = re.compile(r"\b(4\d\d|5\d\d)\b")
+
+
+# The bundled CLI's usage-limit line (2.1.332): `You've hit your <limit>[ · resets <when>]`, <when> being
+# `8pm`, `11:38pm (UTC)` or, more than a day out, `Dec 5, 8pm (UTC)` (a year when it is not this one).
+_LIMIT = re.compile(r"You.ve hit your [^\n·]*limit\b[^\n·]*· resets (?:(?P<mon>[A-Z][a-z]{2}) (?P<day>\d{1,2}), "
+                    r"(?:(?P<year>\d{4}),? )?)?(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?(?P<half>am|pm)"
+                    r"(?: \((?P<zone>[^)]+)\))?", re.IGNORECASE)
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def usage_limit_reset(text: str | None, now: float | None = None) -> float | None:
+    """When the usage limit a CLI error line names resets (epoch seconds), or None: not that line, or a
+    time it does not read. A time of day alone is its next occurrence after `now`."""
+    match = _LIMIT.search(text or "")
+    if match is None:
+        return None
+    zone = _zone(match["zone"])
+    current = datetime.fromtimestamp(time.time() if now is None else now, zone)
+    hour = int(match["hour"]) % 12 + (12 if match["half"].lower() == "pm" else 0)
+    try:
+        when = current.replace(hour=hour, minute=int(match["minute"] or 0), second=0, microsecond=0)
+        if match["mon"]:
+            month = _MONTHS.index(match["mon"].lower()) + 1
+            when = when.replace(year=int(match["year"] or current.year), month=month, day=int(match["day"]))
+        elif when <= current:
+            when += timedelta(days=1)
+    except ValueError:  # an unknown month or a day it lacks
+        return None
+    return when.timestamp()
+
+
+def _zone(name: str | None) -> Any:
+    """The time zone the CLI named (None: this machine's local time, which the CLI used too)."""
+    if not name:
+        return None
+    from zoneinfo import ZoneInfo
+
+    try:
+        return ZoneInfo(name)
+    except (ValueError, LookupError, OSError):
+        return None
 
 
 def is_final(error: BaseException | str | None) -> bool:

@@ -12,8 +12,10 @@ Invariants:
 - Generations force `CompactPolicy("no_summary")` unless the spec sets `compact`.
 - The manifest is written atomically under a file lock, so parallel processes never lose each other's rows.
 - The window follows the model in use (the session's init message and replies), and a real overflow caps
-  it for the rest of the run (`HandoffPolicy.resolve_window`).
+  it for that endpoint and model in this run dir, across restarts (`calibration`, `resolve_window`).
 - Every error that ends a step on the API's side names the endpoint (ANTHROPIC_BASE_URL or the default host).
+- An endpoint that never answered this run dir and refuses connections (or never completes one) fails the
+  step within seconds, naming it: it is most likely a typo, not an outage to wait for.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from flower.agent.options import build_options, check_isolation
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 from flower.runtime import child
+from flower.runtime.calibration import Windows
 from flower.runtime.config import RuntimeConfig, RuntimeOptions
 from flower.runtime.control import Steering
 from flower.runtime.economics import Prices
@@ -44,7 +47,7 @@ from flower.runtime.layers import Generations, Layer, Spill, TurnStop, Walls, Wo
 from flower.runtime.loops import run_step
 from flower.runtime.outcome import Outcome
 from flower.runtime.refresh import RefreshPolicy
-from flower.runtime.resilience import RetryPolicy
+from flower.runtime.resilience import RetryPolicy, endpoint_of
 from flower.runtime.session import Session
 from flower.runtime.steps import StepResult, append_manifest
 from flower.runtime.stream import EventStream
@@ -103,6 +106,7 @@ class Runtime:
         self._boundary: list[Callable[[], None]] = []
         self.refresh: RefreshPolicy | None = _policy(cfg.refresh, RefreshPolicy())
         self.retry: RetryPolicy | None = _policy(cfg.resilience, RetryPolicy())
+        self.limit_wait = cfg.limit_wait
         self.portable = cfg.portable
         self.placement: Placement = cfg.placement
         self.env = dict(cfg.env)
@@ -116,8 +120,9 @@ class Runtime:
         """The interrupt waiting for the next resume, and the live client it stops."""
         self._model: str | None = None
         """The model the last session reported (init message, then its replies)."""
-        self._calibrated: int | None = None
-        """The smallest window a real overflow showed in this run."""
+        self._windows = Windows(self.run_dir)
+        """The smallest windows real overflows showed, by endpoint and model (this run dir's, kept across
+        restarts)."""
 
     def _make_store(self, store: SessionStore | None, project: str | None, **policies: Any) -> SessionStore:
         """The rewriting layer over the injected store (SQLite in run_dir by default); with `project`, every
@@ -261,8 +266,9 @@ class Runtime:
         return self.handoff_policy.resolve_window(model, **self._window_facts()) if self.handoff_policy else None
 
     def _window_facts(self) -> dict[str, Any]:
-        return {"reported": self._model, "env_model": self._cli_env().get("ANTHROPIC_MODEL"),
-                "calibrated": self._calibrated}
+        env = self._cli_env()
+        return {"reported": self._model, "env_model": env.get("ANTHROPIC_MODEL"),
+                "calibrated": self._windows.get(endpoint_of(env), self._model)}
 
     # --- what the step loop and its sessions use ----------------------------------------------------
 
@@ -279,12 +285,20 @@ class Runtime:
                                  payload={"subtype": "orphan", "pid": orphan.pid, "parent": orphan.parent}))
 
     def _calibrate(self, error: str | None, meter: ContextMeter, on_event: OnEvent | None) -> None:
-        """A real overflow: the window is at most what the error names, else at most the last context seen."""
+        """A real overflow: the window is at most what the error names, else at most the last context seen;
+        kept per endpoint and model in the run dir, so a restart starts from it."""
         seen = overflow_window(error) or meter.current
-        if seen and (self._calibrated is None or seen < self._calibrated):
-            self._calibrated = seen
+        if seen and self._windows.learn(endpoint_of(self._cli_env()), self._model or meter.model, seen):
             emit(on_event, Event("system", f"context overflow: the window is taken as at most {seen:,} tokens",
                                  payload={"subtype": "window", "window": seen, "calibrated": True}))
+
+    def _answered(self) -> None:
+        """The endpoint answered a request: a later refused connection is an outage, not a typo."""
+        self._windows.mark_answered(endpoint_of(self._cli_env()))
+
+    def _ever_answered(self) -> bool:
+        """Whether the endpoint answered any request of this run dir's runs (see `_answered`)."""
+        return self._windows.answered(endpoint_of(self._cli_env()))
 
     def _use_model(self, spec: AgentSpec, model: str, on_event: OnEvent | None) -> None:
         """The session reported the model it runs: the window follows it; say so when it is not the spec's."""

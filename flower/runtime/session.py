@@ -32,6 +32,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeSDKClient,
     HookMatcher,
+    RateLimitEvent,
     ResultMessage,
     SystemMessage,
     TaskNotificationMessage,
@@ -52,7 +53,13 @@ from flower.runtime.handoff import degraded_handoff, parse_handoff
 from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome, outcome_kind
 from flower.runtime.refresh import CHARS_PER_TOKEN
-from flower.runtime.resilience import endpoint_of, endpoint_reachable, probe_target, worker_cut_off
+from flower.runtime.resilience import (
+    endpoint_of,
+    endpoint_reachable,
+    probe_target,
+    usage_limit_reset,
+    worker_cut_off,
+)
 from flower.util.oneline import first_line, one_line
 
 __all__ = ["Session"]
@@ -90,6 +97,8 @@ class Session:
         self.cut = False
         """The runtime stopped the CLI's own retries (and already said why)."""
         self.worker_errors: list[str] = []
+        self.resets_at: float | None = None
+        """A usage limit refused the session's request: when it resets (the CLI's rate_limit_event)."""
         self._cut_off: set[str] = set()
         self._seen: set[str] = set()
         self._waits: dict[str, anyio.Event] = {}
@@ -145,7 +154,8 @@ class Session:
         return Outcome(kind, session_id=self.session_id, text=self.text, error=self.error, status=self.status,
                        handoff=self.handoff, degraded=self.degraded, stale=self.refresh,
                        settled=self.result is not None, cost=self.cost, turns=self.turns,
-                       worker_errors=tuple(self.worker_errors))
+                       worker_errors=tuple(self.worker_errors),
+                       resets_at=(self.resets_at or usage_limit_reset(self.error)) if self.error else None)
 
     async def _restore(self) -> None:
         """The cost base and what the rewriting store dropped, from the transcript a resume hands the CLI."""
@@ -176,6 +186,8 @@ class Session:
                 self._on_result(msg)
             elif isinstance(msg, UserMessage):
                 self._on_user(msg)
+            elif isinstance(msg, RateLimitEvent) and msg.rate_limit_info.status == "rejected":
+                self.resets_at = msg.rate_limit_info.resets_at or self.resets_at
             if isinstance(msg, TaskNotificationMessage):
                 self._on_task_notification(msg)
 
@@ -200,6 +212,8 @@ class Session:
             await self._stop_cli_retries(client, msg.data)
 
     def _on_assistant(self, msg: AssistantMessage, generations: bool) -> None:
+        if msg.model != "<synthetic>":
+            self.runtime._answered()
         if msg.parent_tool_use_id is not None or msg.model == "<synthetic>":
             return
         self.runtime._use_model(self.step.spec, msg.model, self.step.on_event)
@@ -226,6 +240,8 @@ class Session:
         if self.runtime._steering.note is not None and msg.subtype == "error_during_execution":
             self.interrupted = True
         elif msg.is_error and not self.stopped:
+            if msg.api_error_status is not None:  # an HTTP status: the endpoint answered
+                self.runtime._answered()
             text = first_line(msg.result or "; ".join(msg.errors or []) or msg.subtype)
             # A cap ("error_max_turns", "error_max_budget_usd") is named, so it is classified final.
             self.error = text if text == msg.subtype or not msg.subtype.startswith("error_max") \
@@ -350,7 +366,7 @@ class Session:
                 self.handoff = reply.strip()
                 return
         self.degraded = why
-        self.handoff = degraded_handoff("(see the workbench notes)", self.text, why)
+        self.handoff = degraded_handoff(self.step.prompt, self.text, why)
 
     # --- the stop hook ----------------------------------------------------------------------------
 

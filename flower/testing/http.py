@@ -116,7 +116,7 @@ class _Handler(BaseHTTPRequestHandler):
         if step.delay:
             time.sleep(step.delay)
         if isinstance(step, Error):
-            self._json(step.status, error_body(step), request_id=f"req_fake_{request.index}")
+            self._json(step.status, error_body(step), request_id=f"req_fake_{request.index}", headers=step.headers)
         elif isinstance(step, Drop):
             self._drop(step, request)
         else:
@@ -154,9 +154,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-length", str(length))
         self.end_headers()
 
-    def _json(self, status: int, payload: Mapping[str, Any], request_id: str | None = None) -> None:
+    def _json(self, status: int, payload: Mapping[str, Any], request_id: str | None = None,
+              headers: tuple[tuple[str, str], ...] = ()) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         if request_id:

@@ -122,6 +122,8 @@ class Error:
     type: str | None = None
     """Defaults to the real API's type for the status (529 -> overloaded_error, ...)."""
     delay: float = 0.0
+    headers: tuple[tuple[str, str], ...] = ()
+    """Extra response headers (a subscription's `anthropic-ratelimit-unified-*` ones, say)."""
 
 
 @dataclass(frozen=True)
@@ -182,9 +184,10 @@ def tool_use(
     return Reply(tuple(blocks), usage=usage or Usage(), delay=delay)
 
 
-def api_error(status: int, message: str = "", *, type: str | None = None, delay: float = 0.0) -> Error:
-    """An HTTP error step (`api_error(529)` is an overloaded error)."""
-    return Error(status, message, type, delay)
+def api_error(status: int, message: str = "", *, type: str | None = None, delay: float = 0.0,
+              headers: Mapping[str, str] | None = None) -> Error:
+    """An HTTP error step (`api_error(529)` is an overloaded error), with any extra response `headers`."""
+    return Error(status, message, type, delay, tuple((headers or {}).items()))
 
 
 def prompt_too_long(tokens: int = 1_000_001, maximum: int = 1_000_000) -> Error:

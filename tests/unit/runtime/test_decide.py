@@ -8,6 +8,7 @@ so a rule can be read and checked without a CLI.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -16,10 +17,14 @@ from flower import texts
 from flower.runtime.decide import Limits, Move, State, decide, saved_note
 from flower.runtime.handoff import degraded_handoff
 from flower.runtime.outcome import Outcome, outcome_kind
+from flower.runtime.resilience import usage_limit_reset
 
 ENDPOINT = "http://127.0.0.1:9"
 LIMITS = Limits(prompt="Fix the importer.", generations=True, max_generations=3, retries=True, max_attempts=3,
                 window=200_000, threshold=150_000, endpoint=ENDPOINT)
+NOW = 1_800_000_000.0
+WAITS = replace(LIMITS, limit_wait=3600, now=NOW)
+LIMIT = "You've hit your 5-hour limit · resets 11:38pm (UTC)"
 DOC = "## Doing\nthe parser\n## Next\n1. the tests"
 OVERFLOW = "API Error: 400 prompt is too long: 210000 tokens > 200000 maximum"
 
@@ -117,6 +122,21 @@ ROWS = [
         {"kind": "stop", "error": "error_max_turns: Reached maximum number of turns (3)"}),
     Row("without retries the first failure stops", Outcome("failed", error="API Error: 503", status=503),
         {"kind": "stop", "error": f"API Error: 503 (endpoint {ENDPOINT})"}, limits=replace(LIMITS, retries=False)),
+    Row("a usage limit that resets within limit_wait is waited for, no failure counted",
+        Outcome("failed", error=LIMIT, status=429, resets_at=NOW + 600),
+        {"kind": "wait", "until": NOW + 600, "message": texts.RESUME_AFTER_LIMIT, "state.failures": 1,
+         "state.waited": 700}, state=State(failures=1, waited=100), limits=WAITS),
+    Row("a usage limit past what is left of limit_wait stops at once, saying when it resets",
+        Outcome("failed", error=LIMIT, status=429, resets_at=NOW + 7200),
+        {"kind": "stop", "state.failures": 1}, limits=WAITS,
+        contains={"error": f"{LIMIT} (in 2 h): longer than this step may still wait for a usage limit, "
+                           "1 h (limit_wait, FLOWER_LIMIT_WAIT)"}),
+    Row("a usage limit whose reset is past is an ordinary failure",
+        Outcome("failed", error=LIMIT, status=429, resets_at=NOW - 5),
+        {"kind": "retry", "retry": "transient", "state.waited": 0}, limits=WAITS),
+    Row("without retries a usage limit is not waited for",
+        Outcome("failed", error=LIMIT, status=429, resets_at=NOW + 60),
+        {"kind": "stop"}, limits=replace(WAITS, retries=False)),
 ]
 
 
@@ -170,3 +190,20 @@ KINDS = [
 @pytest.mark.parametrize(("facts", "kind"), [row[1:] for row in KINDS], ids=[row[0] for row in KINDS])
 def test_a_session_has_one_kind_by_precedence(facts: dict[str, Any], kind: str) -> None:
     assert outcome_kind(**facts) == kind
+
+
+@pytest.mark.parametrize(("line", "hours"), [
+    ("You've hit your 5-hour limit · resets 11:38pm (UTC)", 1 + 8 / 60),
+    ("You've hit your usage limit · resets 8pm (UTC)", 21.5),
+    ("You've hit your session limit · resets 9am (Europe/London)", 10.5),
+    ("You've hit your weekly limit · resets Dec 7, 8pm (UTC)", 69.5),
+    ("You've hit your weekly limit · resets Jan 2, 2027, 1am (UTC)", 2.5 + 24 * 28),
+    ("You've hit your usage limit", None),
+    ("API Error: 429 rate limit · resets soon", None),
+])
+def test_the_usage_limit_line_says_when_it_resets(line: str, hours: float | None) -> None:
+    """The bundled CLI's line for a subscription's usage limit (issue #26 item 10), read when no
+    rate_limit_event came; the clock is 22:30 UTC on 4 Dec 2026."""
+    now = datetime(2026, 12, 4, 22, 30, tzinfo=timezone.utc).timestamp()
+    reset = usage_limit_reset(line, now)
+    assert (None if reset is None else round((reset - now) / 3600, 4)) == (None if hours is None else round(hours, 4))

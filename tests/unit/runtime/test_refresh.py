@@ -96,6 +96,7 @@ def _scripted_drive(tmp_path: Path, attempts: list, seen: list) -> object:  # ty
         return result
 
     runtime._attempt = attempt  # type: ignore[method-assign]
+    runtime._answered()  # the scripted sessions stand for an endpoint that answers
     return runtime
 
 
