@@ -165,7 +165,9 @@ def run(tiny: bool = False) -> list[dict[str, Any]]:
     sleeping = {"armed": True}
 
     def handler(request: Any) -> Any:
-        if "STEP-TWO" in request.text and sleeping["armed"] and len(request.messages) == 1:
+        # the step's first request: one user message (the CLI's environment rides as a system message)
+        first = [m for m in request.messages if m.get("role") == "user"] == request.messages[:1]
+        if "STEP-TWO" in request.text and sleeping["armed"] and first and len(request.messages) <= 2:
             sleeping["armed"] = False
             return tool_use("Bash", {"command": 'python3 -c "import time; time.sleep(60)"'})
         return text("ok")
