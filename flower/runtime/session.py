@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -51,9 +52,15 @@ from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome, outcome_kind
 from flower.runtime.refresh import CHARS_PER_TOKEN
 from flower.runtime.resilience import endpoint_of, endpoint_reachable, probe_target, worker_cut_off
+from flower.stores.backfill import backfill, projects_dir
 from flower.util.oneline import first_line, one_line
 
 __all__ = ["Session"]
+
+BACKFILL_PATIENCE = 60.0
+"""Seconds a session's end waits for a store that cannot take appends, to back-fill what the SDK dropped."""
+_BACKFILL_TRY, _BACKFILL_PAUSE = 20.0, 2.0
+"""The bound of one back-fill attempt with no patience; the pause between attempts."""
 
 _SEEN_WAIT = 3.0
 """Seconds the stop hook waits for the receive loop to see its call (then it decides on what it has)."""
@@ -99,10 +106,12 @@ class Session:
     async def run(self, message: str) -> Outcome:
         """Connect, send `message`, read the reply through; write the handoff when our hook stopped the turn."""
         runtime, spec = self.runtime, self.step.spec
-        await self._restore()
         generations = runtime.threshold(spec) is not None
         hook = self.stop_hook() if generations or runtime.refresh is not None else None
         options = runtime._options(spec, self.resume, self.fork, hook)
+        # before a resume: what an earlier process's session left in the local transcript only
+        await self._backfill(projects_dir(options.env), self.resume, patience=0.0)
+        await self._restore()
         client: ClaudeSDKClient | None = None
         try:
             client = ClaudeSDKClient(options)
@@ -122,6 +131,8 @@ class Session:
         finally:
             runtime._steering.detach()
             if client is not None:
+                # before the disconnect: a resumed session's transcript lives in a temp dir removed then
+                await self._backfill(_projects(client), self.session_id, patience=BACKFILL_PATIENCE)
                 with contextlib.suppress(Exception):
                     await client.disconnect()
         return self.outcome()
@@ -149,6 +160,34 @@ class Session:
         self.base_cost = float(known[-1]) if known else 0.0
         report = runtime.store.last_report(key)  # type: ignore[attr-defined]
         self.dropped = report.chars_saved if report is not None else 0
+
+    async def _backfill(self, projects: Path, session: str | None, *, patience: float) -> None:
+        """Append to the store what the CLI's transcript holds and the store lacks (a mirror batch the SDK
+        dropped), waiting up to `patience` seconds for a store that cannot take appends; say what happened."""
+        if session is None:
+            return
+        key, why = self.runtime._key(session), "it did not answer in time"
+        added: dict[str, int] | None = None
+        with anyio.CancelScope(shield=True), anyio.move_on_after(max(patience, _BACKFILL_TRY)):
+            deadline = anyio.current_time() + patience
+            while added is None:
+                try:
+                    added = await backfill(self.runtime.store, projects, key)  # type: ignore[arg-type]
+                except Exception as exc:  # noqa: BLE001 - any store's failure: wait, then say so
+                    why = one_line(exc)
+                    if anyio.current_time() >= deadline:
+                        break
+                    await anyio.sleep(_BACKFILL_PAUSE)
+        if added is None:
+            emit(self.step.on_event, Event("error", f"session {session}: the store may lack entries of the CLI's "
+                                                    f"transcript ({why}); they are appended at its next resume",
+                                           payload={"subtype": "backfill_failed", "session_id": session}))
+        elif added:
+            count = sum(added.values())
+            emit(self.step.on_event, Event("system", f"session {session}: back-filled {count} entries the store "
+                                                     "lacked from the CLI's transcript",
+                                           payload={"subtype": "backfill", "session_id": session,
+                                                    "entries": count, "files": added}))
 
     # --- message handlers -------------------------------------------------------------------------
 
@@ -367,6 +406,14 @@ class Session:
         report = store.last_report(key)  # type: ignore[attr-defined]
         saved = report.chars_saved if report is not None else 0
         return max(0, saved - self.dropped) // CHARS_PER_TOKEN
+
+
+def _projects(client: ClaudeSDKClient) -> Path:
+    """The projects folder the session's CLI writes to: the SDK's temp config dir for a store-backed resume
+    (private to the SDK, so read defensively), else the one of the options' env."""
+    materialized = getattr(client, "_materialized", None)
+    config = getattr(materialized, "config_dir", None)
+    return Path(config) / "projects" if config is not None else projects_dir(client.options.env)
 
 
 def _deterministic(exc: BaseException) -> bool:
