@@ -113,6 +113,7 @@ class Session:
         await self._backfill(projects_dir(options.env), self.resume, patience=0.0)
         await self._restore()
         client: ClaudeSDKClient | None = None
+        ended = False  # by itself or by a failure, not by a cancellation (Ctrl-C twice, a stop)
         try:
             client = ClaudeSDKClient(options)
             await client.connect()
@@ -123,16 +124,20 @@ class Session:
             # session crosses again at its first tool boundary and hands over then.
             if self.stopped and self.refresh is None and not self.interrupted and self.error is None:
                 await self._ask_handoff(client)
+            ended = True
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
             self.error = one_line(exc)
             # The SDK wraps a failing SessionStore.load() in a RuntimeError (resume materialization); a
             # deterministic cause under it (unreadable stored row, refused path) is fatal at once.
             self.fatal = self.fatal or _deterministic(exc)
+            ended = True
         finally:
             runtime._steering.detach()
             if client is not None:
-                # before the disconnect: a resumed session's transcript lives in a temp dir removed then
-                await self._backfill(_projects(client), self.session_id, patience=BACKFILL_PATIENCE)
+                # Before the disconnect: a resumed session's transcript lives in a temp dir removed then. Not
+                # when cancelled: stopping comes first, and the next resume back-fills from the local transcript.
+                if ended:
+                    await self._backfill(_projects(client), self.session_id, patience=BACKFILL_PATIENCE)
                 with contextlib.suppress(Exception):
                     await client.disconnect()
         return self.outcome()
@@ -168,7 +173,7 @@ class Session:
             return
         key, why = self.runtime._key(session), "it did not answer in time"
         added: dict[str, int] | None = None
-        with anyio.CancelScope(shield=True), anyio.move_on_after(max(patience, _BACKFILL_TRY)):
+        with anyio.move_on_after(max(patience, _BACKFILL_TRY)):
             deadline = anyio.current_time() + patience
             while added is None:
                 try:
