@@ -318,7 +318,7 @@ def once(prompt: str, tools: str, instructions: str, permission_mode: str | None
 @options.json_output(help="Print JSON instead of a table.")
 def runs(run_dir: str, store: str | None, as_json: bool) -> None:
     """The workflow runs of a run dir (or store): state, steps done / total, cost."""
-    from flower.flow.runs import list_runs
+    from flower.flow.runs import list_runs, stall_reason
 
     rows = list_runs(run_dir, store)
     if as_json:
@@ -337,6 +337,10 @@ def runs(run_dir: str, store: str | None, as_json: bool) -> None:
         table.add_row(row.run_id, row.workflow, state, f"{row.done}/{row.total}", f"${row.cost_usd:.4f}",
                       row.started, row.workspace)
     Console(highlight=False, width=200).print(table)
+    for row in rows:
+        reason = stall_reason(row)
+        if reason is not None:
+            click.echo(reason)
 
 
 @click.command(short_help="Continue an unfinished workflow run.")
@@ -400,10 +404,13 @@ def cancel(run_id: str, run_dir: str, store: str | None) -> None:
 @click.option("--id", "executor_id", default=None, metavar="NAME",
               help="This worker's name (default worker-HOSTNAME); restarting under the same name puts the steps "
               "it was running when it died back in the queue.")
+@click.option("--heartbeat-timeout", "timeout", type=click.FloatRange(min=1.0), default=30.0, show_default=True,
+              metavar="SECONDS", help="When this worker is silent that long (killed, frozen, cut off), another "
+              "process of the fleet puts the steps it holds back in the queue.")
 @options.verbose()
-def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> None:
+def worker(store: str, run_dir: str, executor_id: str | None, timeout: float, verbose: bool) -> None:
     """Take queued parallel steps of any run on the fleet's PostgreSQL until stopped (Ctrl-C, SIGTERM)."""
-    from flower.flow import durable, engine
+    from flower.flow import durable, engine, fleet
     from flower.flow.signals import TERMINATING, record_interrupted
 
     if not engine.database_url(run_dir, store).startswith("postgresql"):
@@ -424,7 +431,8 @@ def worker(store: str, run_dir: str, executor_id: str | None, verbose: bool) -> 
         loop = asyncio.get_running_loop()
         for sig in (*TERMINATING, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        with fleet.beating(current.url, current.executor_id, "worker", timeout):
+            await stop.wait()
         record_interrupted(durable.live_runs(), "worker stopped")
 
     try:

@@ -17,7 +17,8 @@ are `flower.flow.execution`'s.
   starting a fresh session.
 - Parallel steps are child workflows `flower.branch` on a DBOS queue `flower:<run>:<group>` with a global
   concurrency limit; any process on the same system database (`flower worker`) may take them. Results come
-  back in order.
+  back in order. The steps a worker holds when it goes silent are put back in their queue after its heartbeat
+  timeout (`flower.flow.fleet`).
 - A run is executed by one process at a time on a machine: a lock file in `run_dir/locks/` says which.
 """
 
@@ -40,7 +41,7 @@ from filelock import FileLock, Timeout
 from flower import texts
 from flower.agent.events import Event, OnEvent, emit
 from flower.errors import ConfigError, FlowError, RunEnded
-from flower.flow import engine
+from flower.flow import engine, fleet
 from flower.flow.execution import as_definition, execute, member
 from flower.flow.executor import Attempt, Branch, Definition
 from flower.flow.isolation import branch_runtime, safe_name
@@ -313,6 +314,13 @@ def run_lock_held(run_dir: Path, run_id: str) -> bool:
     return False
 
 
+def _fleet(current: engine.Engine) -> contextlib.AbstractContextManager[Any]:
+    """On PostgreSQL the starter beats too, and releases the steps of workers that went silent."""
+    if not current.postgres:
+        return contextlib.nullcontext()
+    return fleet.beating(current.url, current.executor_id, "starter")
+
+
 def _notice(on_event: OnEvent | None, text: str) -> None:
     emit(on_event, Event("system", text, payload={"subtype": "workflow"}))
 
@@ -370,7 +378,7 @@ async def run(
 ) -> dict[str, Any]:
     """Start a run of `workflow`, or continue its unfinished run in this workspace (or `run_id`)."""
     settings = runtime.config.to_dict(local=False)  # a setting that cannot travel stops the start here
-    engine.launch(runtime.run_dir, store=store, verbose=verbose)
+    current = engine.launch(runtime.run_dir, store=store, verbose=verbose)
     meta: dict[str, Any] = {
         "workflow": workflow.name,
         "workspace": str(runtime.workspace),
@@ -385,7 +393,7 @@ async def run(
     resuming = run_id is not None
     run_id = run_id or runtime.run_id
     runtime.run_id = run_id
-    with _run_lock(runtime.run_dir, run_id):
+    with _run_lock(runtime.run_dir, run_id), _fleet(current):
         live = Live(workflow, runtime, on_event, run_id, meta)
         _LIVE[run_id] = live
         try:

@@ -4,6 +4,8 @@ States: `finished` (the workflow ended and no step stopped it), `failed` (a step
 or the workflow raised), `running` (a process on this machine holds the run's lock, or it is queued),
 `interrupted` (not finished and nobody runs it: a crash, a kill, Ctrl-C twice), `cancelled`.
 Steps done / total counts each Step (each parallel member) whose context updates are checkpointed.
+On PostgreSQL an unfinished run names who holds its parallel steps in flight and when each last beat
+(`flower.flow.fleet`), so a queue stalled by a dead worker says why.
 """
 
 from __future__ import annotations
@@ -17,14 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flower.errors import FlowerError, FlowError, StoreError
-from flower.flow import engine
+from flower.flow import engine, fleet
 from flower.flow.durable import RUN_WORKFLOW, run_lock_held
+from flower.flow.fleet import Beat
 from flower.util.oneline import first_line
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, WorkflowStatus
 
-__all__ = ["RunRow", "cancel_run", "list_runs", "run_meta"]
+__all__ = ["RunRow", "cancel_run", "list_runs", "run_meta", "stall_reason"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,8 @@ class RunRow:
     started: str
     failed_at: str | None = None
     error: str | None = None
+    holders: tuple[dict[str, Any], ...] = ()
+    """Of an unfinished fleet run: who holds its parallel steps in flight (executor, items, last heartbeat)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,24 +86,62 @@ def _cost(client: DBOSClient, run_id: str) -> tuple[int, float]:
     return done, round(cost, 6)
 
 
+def _holders(client: DBOSClient, run_id: str, beats: dict[str, Beat] | None) -> tuple[dict[str, Any], ...]:
+    """The executors holding the run's parallel steps in flight, with their items and last heartbeat (fleet
+    runs only: `beats` is None on SQLite)."""
+    if beats is None:
+        return ()
+    items: dict[str, list[str]] = {}
+    for child in client.list_workflows(workflow_id_prefix=f"{run_id}/", status=["PENDING"], load_input=False,
+                                       load_output=False):
+        items.setdefault(str(child.executor_id), []).append(child.workflow_id.split("/", 1)[1])
+    holders = []
+    for executor, labels in sorted(items.items()):
+        beat = beats.get(executor)
+        holders.append({"executor": executor, "items": labels, "role": beat.role if beat else None,
+                        "heartbeat_s": round(beat.age_s, 1) if beat else None,
+                        "timeout_s": beat.timeout_s if beat else None, "silent": beat is None or beat.silent})
+    return tuple(holders)
+
+
+def stall_reason(row: RunRow) -> str | None:
+    """One line saying why an unfinished run's queue does not move: a holder that stopped beating."""
+    silent = [h for h in row.holders if h["silent"]]
+    if not silent:
+        return None
+    parts = []
+    for h in silent:
+        who = f"{h['role'] or 'executor'} {h['executor']}"
+        if h["heartbeat_s"] is None:
+            parts.append(f"{', '.join(h['items'])} held by {who}, which records no heartbeat")
+            continue
+        then = (f"its steps go back to the queue after {h['timeout_s']:g} s" if h["role"] == "worker"
+                else "run `flower resume` to continue")
+        if h["role"] == "worker" and h["heartbeat_s"] > h["timeout_s"]:
+            then = "past its timeout: no live fleet process has released them yet"
+        parts.append(f"{', '.join(h['items'])} held by {who}, last heartbeat {h['heartbeat_s']:.0f} s ago ({then})")
+    return f"run {row.run_id} is stalled: " + "; ".join(parts)
+
+
 def list_runs(run_dir: str | os.PathLike[str], store: str | None = None) -> list[RunRow]:
     """Every workflow run in the system database of this run dir (or store), oldest first."""
     client = engine.client(run_dir, store)
     if client is None:
         return []
+    url = engine.database_url(run_dir, store)
     try:
-        return _rows(client, run_dir)
+        beats = fleet.heartbeats(url) if url.startswith("postgresql") else None
+        return _rows(client, run_dir, beats)
     except FlowerError:
         raise
     except Exception as exc:  # noqa: BLE001 - a damaged system database is one line naming it, not a traceback
-        where = engine.database_url(run_dir, store)
-        raise StoreError(f"cannot read runs from {engine.redact(where)}: {first_line(exc)}") from None
+        raise StoreError(f"cannot read runs from {engine.redact(url)}: {first_line(exc)}") from None
     finally:
         client.destroy()
 
 
-def _rows(client: DBOSClient, run_dir: str | os.PathLike[str]) -> list[RunRow]:
-    """The rows of `list_runs`, oldest first."""
+def _rows(client: DBOSClient, run_dir: str | os.PathLike[str], beats: Any = None) -> list[RunRow]:
+    """The rows of `list_runs`, oldest first; with the fleet's heartbeats, who holds a pending run's steps."""
     rows = []
     for status in client.list_workflows(name=RUN_WORKFLOW, load_input=True, load_output=True):
         meta = _meta(status)
@@ -110,6 +153,7 @@ def _rows(client: DBOSClient, run_dir: str | os.PathLike[str]) -> list[RunRow]:
             state=_state(status, Path(run_dir).resolve(), output), done=done, total=int(meta.get("total", 0)),
             cost_usd=cost, workspace=str(meta.get("workspace", "")), started=_when(status.created_at),
             failed_at=output.get("_failed_at") if output else None, error=error,
+            holders=_holders(client, status.workflow_id, beats) if status.status == "PENDING" else (),
         ))
     return rows
 

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -60,9 +61,15 @@ from flower.runtime.resilience import (
     usage_limit_reset,
     worker_cut_off,
 )
+from flower.stores.backfill import backfill, projects_dir
 from flower.util.oneline import first_line, one_line
 
 __all__ = ["Session"]
+
+BACKFILL_PATIENCE = 60.0
+"""Seconds a session's end waits for a store that cannot take appends, to back-fill what the SDK dropped."""
+_BACKFILL_TRY, _BACKFILL_PAUSE = 20.0, 2.0
+"""The bound of one back-fill attempt with no patience; the pause between attempts."""
 
 _SEEN_WAIT = 3.0
 """Seconds the stop hook waits for the receive loop to see its call (then it decides on what it has)."""
@@ -110,14 +117,17 @@ class Session:
     async def run(self, message: str) -> Outcome:
         """Connect, send `message`, read the reply through; write the handoff when our hook stopped the turn."""
         runtime, spec = self.runtime, self.step.spec
-        await self._restore()
         generations = runtime.threshold(spec) is not None
         hook = self.stop_hook() if generations or runtime.refresh is not None else None
         options = runtime._options(spec, self.resume, self.fork, hook)
+        # before a resume: what an earlier process's session left in the local transcript only
+        await self._backfill(projects_dir(options.env), self.resume, patience=0.0)
+        await self._restore()
         spawn = child.prepare(runtime.run_dir)
         if spawn is not None:  # the CLI in its own process group, ended with flower (flower.runtime.child)
             options = replace(options, cli_path=spawn.cli_path, env={**options.env, **spawn.env})
         client: ClaudeSDKClient | None = None
+        ended = False  # by itself or by a failure, not by a cancellation (Ctrl-C twice, a stop)
         try:
             client = ClaudeSDKClient(options)
             await client.connect()
@@ -128,11 +138,13 @@ class Session:
             # session crosses again at its first tool boundary and hands over then.
             if self.stopped and self.refresh is None and not self.interrupted and self.error is None:
                 await self._ask_handoff(client)
+            ended = True
         except Exception as exc:  # the CLI process or transport failed: classify and maybe retry
             self.error = one_line(exc)
             # The SDK wraps a failing SessionStore.load() in a RuntimeError (resume materialization); a
             # deterministic cause under it (unreadable stored row, refused path) is fatal at once.
             self.fatal = self.fatal or _deterministic(exc)
+            ended = True
         except BaseException:
             # Cancelled (`flower cancel` preempts the step, Ctrl-C twice) or stopped: end the CLI now; the
             # SDK's disconnect would give a CLI that is still working seconds to go on.
@@ -142,6 +154,10 @@ class Session:
         finally:
             runtime._steering.detach()
             if client is not None:
+                # Before the disconnect: a resumed session's transcript lives in a temp dir removed then. Not
+                # when cancelled: stopping comes first, and the next resume back-fills from the local transcript.
+                if ended:
+                    await self._backfill(_projects(client), self.session_id, patience=BACKFILL_PATIENCE)
                 with contextlib.suppress(Exception):
                     await client.disconnect()
             if spawn is not None:
@@ -172,6 +188,34 @@ class Session:
         self.base_cost = float(known[-1]) if known else 0.0
         report = runtime.store.last_report(key)  # type: ignore[attr-defined]
         self.dropped = report.chars_saved if report is not None else 0
+
+    async def _backfill(self, projects: Path, session: str | None, *, patience: float) -> None:
+        """Append to the store what the CLI's transcript holds and the store lacks (a mirror batch the SDK
+        dropped), waiting up to `patience` seconds for a store that cannot take appends; say what happened."""
+        if session is None:
+            return
+        key, why = self.runtime._key(session), "it did not answer in time"
+        added: dict[str, int] | None = None
+        with anyio.move_on_after(max(patience, _BACKFILL_TRY)):
+            deadline = anyio.current_time() + patience
+            while added is None:
+                try:
+                    added = await backfill(self.runtime.store, projects, key)  # type: ignore[arg-type]
+                except Exception as exc:  # noqa: BLE001 - any store's failure: wait, then say so
+                    why = one_line(exc)
+                    if anyio.current_time() >= deadline:
+                        break
+                    await anyio.sleep(_BACKFILL_PAUSE)
+        if added is None:
+            emit(self.step.on_event, Event("error", f"session {session}: the store may lack entries of the CLI's "
+                                                    f"transcript ({why}); they are appended at its next resume",
+                                           payload={"subtype": "backfill_failed", "session_id": session}))
+        elif added:
+            count = sum(added.values())
+            emit(self.step.on_event, Event("system", f"session {session}: back-filled {count} entries the store "
+                                                     "lacked from the CLI's transcript",
+                                           payload={"subtype": "backfill", "session_id": session,
+                                                    "entries": count, "files": added}))
 
     # --- message handlers -------------------------------------------------------------------------
 
@@ -427,6 +471,14 @@ class Session:
         report = store.last_report(key)  # type: ignore[attr-defined]
         saved = report.chars_saved if report is not None else 0
         return max(0, saved - self.dropped) // CHARS_PER_TOKEN
+
+
+def _projects(client: ClaudeSDKClient) -> Path:
+    """The projects folder the session's CLI writes to: the SDK's temp config dir for a store-backed resume
+    (private to the SDK, so read defensively), else the one of the options' env."""
+    materialized = getattr(client, "_materialized", None)
+    config = getattr(materialized, "config_dir", None)
+    return Path(config) / "projects" if config is not None else projects_dir(client.options.env)
 
 
 def _deterministic(exc: BaseException) -> bool:

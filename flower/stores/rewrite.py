@@ -2,7 +2,8 @@
 
 `rewrite(entries, ...)` is a pure function over a list of transcript entries (as a `SessionStore` returns
 them): it returns a NEW list and a `RewriteReport`, and never mutates its input. The stored history stays
-append-only and untouched (P-3); only `load()` hands out the rewritten copy. In order (S-19):
+append-only and untouched (P-3); only `load()` hands out the rewritten copy. Entries are first put in chain
+order (`_order.py`: a back-filled entry follows its parent), then, in order (S-19):
 
 1. ephemeral expiry — stale glance results become one line (`trim.py`);
 2. trim — large results move to `<workspace>/.flower/spill/`, a pointer stays (off by default; `trim.py`);
@@ -45,6 +46,7 @@ from claude_agent_sdk.types import (
 
 from flower.errors import ConfigError, StoreError
 from flower.stores._common import TranscriptKey
+from flower.stores._order import chain_order
 from flower.stores._plan import Plan, RewriteDetail, RewriteReport, apply
 from flower.stores._transcript import Entry, TranscriptIndex
 from flower.stores.prune import (
@@ -121,6 +123,7 @@ def rewrite(
     # (its edits undone) and named in the report; the other stages still run (issue #16 item 11).
     options = RewriteOptions(ephemeral_policy, trim_policy, keep_denials,
                              Path(workspace) if workspace is not None else None)
+    entries = chain_order(entries)  # back-filled entries were appended after later ones (`backfill.py`)
     plan = Plan()
     try:
         transcript = Transcript(entries, TranscriptIndex.build(entries), find_interrupted(entries))

@@ -1,0 +1,176 @@
+"""Fleet liveness: heartbeats in PostgreSQL, and the release of work a dead worker holds.
+
+DBOS tags every workflow with the executor running it. Self-hosted, it recovers an executor's PENDING
+workflows only when a process with that executor id starts again, or when a live process is asked to
+recover them (its admin API's workflow recovery, `DBOS._recover_pending_workflows`). A `flower worker`
+killed for good would keep its claimed parallel steps, and with them the queue's concurrency limit, forever.
+So each fleet process records a heartbeat row in the system database (`flower_fleet.heartbeats`), and every
+live process looks, at each beat, for workers silent longer than their own timeout and has DBOS recover
+their pending workflows: DBOS puts them back in their queue, where any live process takes them.
+
+Invariants:
+- Times are the server's (`now()`), so machines with skewed clocks agree on who is silent.
+- Only rows of role `worker` are ever released; a starter (`flower run`) beats so that `flower runs` can
+  tell it is alive, but its run is continued by running it again (`flower resume`), as before.
+- Each worker states its own timeout in its row; whoever releases it uses that value.
+- Releasing is DBOS's recovery, which is idempotent: two processes releasing one worker at once, or the
+  worker restarting under its name meanwhile, run each workflow once.
+- A database error in the heartbeat thread is logged once per kind and retried at the next beat; it never
+  ends the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["DEFAULT_TIMEOUT", "Beat", "Heartbeat", "beating", "heartbeats"]
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds of silence after which a worker's claimed steps go back to the queue."""
+
+Role = Literal["worker", "starter"]
+
+_log = logging.getLogger("flower.fleet")
+
+_SCHEMA = (
+    "CREATE SCHEMA IF NOT EXISTS flower_fleet",
+    """CREATE TABLE IF NOT EXISTS flower_fleet.heartbeats (
+        executor_id text PRIMARY KEY,
+        role text NOT NULL,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        timeout_s double precision NOT NULL,
+        beat timestamptz NOT NULL)""",
+)
+_BEAT = """INSERT INTO flower_fleet.heartbeats (executor_id, role, host, pid, timeout_s, beat)
+           VALUES (%s, %s, %s, %s, %s, now())
+           ON CONFLICT (executor_id) DO UPDATE SET role = EXCLUDED.role, host = EXCLUDED.host,
+               pid = EXCLUDED.pid, timeout_s = EXCLUDED.timeout_s, beat = now()"""
+_SILENT = """SELECT executor_id, extract(epoch FROM now() - beat) FROM flower_fleet.heartbeats
+             WHERE role = 'worker' AND executor_id <> %s AND beat < now() - make_interval(secs => timeout_s)"""
+_ALL = "SELECT executor_id, role, host, pid, timeout_s, extract(epoch FROM now() - beat) FROM flower_fleet.heartbeats"
+
+
+@dataclass(frozen=True)
+class Beat:
+    """A fleet process's last heartbeat, as `flower runs` shows it."""
+
+    executor_id: str
+    role: str
+    host: str
+    pid: int
+    timeout_s: float
+    age_s: float
+    """Seconds since its last beat (server time)."""
+
+    @property
+    def silent(self) -> bool:
+        """No beat for longer than two beat intervals: the process is dead, frozen or cut off."""
+        return self.age_s > 2 * interval(self.timeout_s) + 1
+
+
+def interval(timeout: float) -> float:
+    """Seconds between beats: several beats fit in one timeout."""
+    return max(0.5, min(5.0, timeout / 4))
+
+
+def _plain(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+def _connect(url: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(_plain(url), autocommit=True, connect_timeout=5,
+                           options="-c statement_timeout=5000 -c lock_timeout=5000")
+
+
+def _ensure(conn: Any) -> None:
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('flower_fleet.heartbeats'))")  # racing creators
+        for statement in _SCHEMA:
+            conn.execute(statement)
+
+
+def heartbeats(url: str) -> dict[str, Beat]:
+    """Every fleet process's last heartbeat by executor id ({} when none was ever recorded)."""
+    with contextlib.closing(_connect(url)) as conn:
+        exists = conn.execute("SELECT to_regclass('flower_fleet.heartbeats')").fetchone()[0]
+        if exists is None:
+            return {}
+        return {row[0]: Beat(row[0], row[1], row[2], int(row[3]), float(row[4]), float(row[5]))
+                for row in conn.execute(_ALL).fetchall()}
+
+
+class Heartbeat:
+    """The thread of one fleet process: beat, then release the work of silent workers."""
+
+    def __init__(self, url: str, executor_id: str, role: Role, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.url, self.executor_id, self.role, self.timeout = url, executor_id, role, timeout
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="flower-heartbeat", daemon=True)
+        self._conn: Any = None
+        self._logged: set[str] = set()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.beat()
+                self.release_silent()
+            except Exception as exc:  # noqa: BLE001 - a database that is down now: try at the next beat
+                self._drop()
+                if type(exc).__name__ not in self._logged:
+                    self._logged.add(type(exc).__name__)
+                    _log.warning("fleet heartbeat of %s failed: %s", self.executor_id, " ".join(str(exc).split()))
+            self._stop.wait(interval(self.timeout))
+        self._drop()
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+
+    def beat(self) -> None:
+        if self._conn is None:
+            self._conn = _connect(self.url)
+            _ensure(self._conn)
+        self._conn.execute(_BEAT, (self.executor_id, self.role, socket.gethostname(), os.getpid(), self.timeout))
+
+    def release_silent(self) -> list[str]:
+        """Have DBOS recover the pending workflows of every worker silent past its timeout; their ids."""
+        from dbos import DBOS
+
+        released: list[str] = []
+        for executor, age in self._conn.execute(_SILENT, (self.executor_id,)).fetchall():
+            handles = DBOS._recover_pending_workflows([executor])
+            if handles:
+                released += [h.workflow_id for h in handles]
+                _log.warning("worker %s silent for %.0f s: %d of its steps go back to the queue (%s)", executor,
+                             float(age), len(handles), ", ".join(h.workflow_id for h in handles))
+        return released
+
+
+@contextlib.contextmanager
+def beating(url: str, executor_id: str, role: Role, timeout: float = DEFAULT_TIMEOUT) -> Iterator[Heartbeat]:
+    """A heartbeat for this process while the block runs (launched DBOS on PostgreSQL)."""
+    heart = Heartbeat(url, executor_id, role, timeout)
+    heart.start()
+    try:
+        yield heart
+    finally:
+        heart.stop()
