@@ -91,4 +91,4 @@ def cost_threshold(contexts: Sequence[int], first_request: float, prices: Prices
     if growth <= 0:
         return None
     turns = max(best_length(handoff_cost(first_request, now, prices), growth, prices), min_turns)
-    return int(start + growth * turns)
+    return int(start + growth * turns) if math.isfinite(turns) else None  # a free cache read: never cheaper

@@ -49,6 +49,8 @@ def test_no_threshold_before_the_sample_or_without_growth() -> None:
     assert cost_threshold([6_000] * 20, 8_000, prices, min_turns=1) is None
     assert cost_threshold([9_000 - 10 * i for i in range(20)], 8_000, prices, min_turns=1) is None  # refreshes won
     assert math.isinf(best_length(1_000, 0, prices))
+    free = Prices(read=0.0)
+    assert cost_threshold([6_000 + 150 * i for i in range(10)], 8_000, free, min_turns=1) is None
 
 
 def test_the_meter_measures_each_generation_from_its_own_first_message() -> None:
