@@ -129,10 +129,11 @@ def seccomp_file() -> str | None:
                 return path
     except OSError:
         pass
-    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
-    with os.fdopen(fd, "wb") as out:
+    fd, temp = tempfile.mkstemp(dir=_filter_folder(), prefix="glance-", suffix=".tmp")
+    with os.fdopen(fd, "wb") as out:  # a fresh, private name: two threads never write one file
         out.write(program)
-    os.replace(path + ".tmp", path)
+    os.chmod(temp, 0o400)
+    os.replace(temp, path)
     return path
 
 

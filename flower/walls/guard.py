@@ -144,7 +144,11 @@ def _glance(input_data: HookInput, reason: str) -> HookJSONOutput:
         if isinstance(timeout, (int, float)) and timeout > GLANCE_TIMEOUT_MS:
             updated["timeout"] = GLANCE_TIMEOUT_MS
     else:
-        updated["command"] = confine.confine(updated["command"], bwrap=bwrap, cwd=cwd, timeout_ms=wait)
+        try:
+            updated["command"] = confine.confine(updated["command"], bwrap=bwrap, cwd=cwd, timeout_ms=wait)
+        except OSError:  # the filter could not be written: never run the glance without it
+            why = texts.GLANCE_WHY["unconfined"].format(what=(programs(command) or ["it"])[0])
+            return _deny(reason + texts.GLANCE_REFUSAL.format(why=why))
         updated["timeout"] = wait
     if updated == tool_input:
         return {}
