@@ -165,11 +165,11 @@ DISK_FILES = {
     "-S.txt": "x",
 }
 """Files a hostile repository commits so that a glob becomes an option; and links it commits."""
-DISK_LINKS = {"root": "/", "procs": "/proc/self", "zero": "/dev/zero", "up": ".."}
+DISK_LINKS = {"root": "/", "procs": "/proc/self", "zero": "/dev/zero", "up": "..", "sysfs": "/sys", "kern": "/sys/kernel"}
 
 DISK_ATTACKS: list[str] = [
     *(f"grep -n x {glob}" for glob in ("*.py", "*", "?-*", "*-*", "*.txt")),
-    "grep -rn x --include=*.py *", "grep x -- zero", "grep -r x root", "grep -r x root/", "cat zero",
+    "grep -rn x --include=*.py *", "grep x -- zero", "grep -r x sysfs", "grep -r x kern/", "grep -r x sysfs/kernel", "grep -r x root", "grep -r x root/", "cat zero",
     "head -c 10 zero", "wc -c zero", "grep -r x procs", "diff -r --no-dereference zero a", "cat procs/mem",
     "tar -tf zero", "du -X zero .", "sort zero", "git -C up status", "git -C root status",
     *(f"{tool} {target}" for tool, target in product(("cat", "head", "grep x"), ("zero", "./zero", "z*o"))),

@@ -3,7 +3,7 @@
 Concept. The judge (`flower.walls.glance.judge`) decides from the text alone; the wall also knows the
 Bash call's working directory, so it can see what each word names there. `on_disk` refuses a word
 that names (directly, through a symlink or through a glob) a FIFO, a socket or a device, a reader that
-would open `/` or a file over `MAX_READ_BYTES`, and a `git -C` that leaves the working directory.
+would open `/` (or `/sys`, `/sys/kernel`, above the trace pipes) or a file over `MAX_READ_BYTES`, and a `git -C` that leaves the working directory.
 
 Invariants.
 - Only the wall calls this: it reads the filesystem, and a command it refuses never ran, so the resume
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from flower import texts
 from flower.walls.glance.options import Refusal, Word, reason
-from flower.walls.glance.paths import special_file
+from flower.walls.glance.paths import root_word, special_file
 
 __all__ = ["MAX_READ_BYTES", "Found", "on_disk"]
 
@@ -97,7 +97,8 @@ def on_disk(found: Found, cwd: str) -> str | None:
             checked += 1
             if checked > _MAX_DISK_CHECKS * 4:
                 return texts.GLANCE_WHY["long"]
-            if special_file(name, where) or (reads and not hidden and os.path.realpath(os.path.join(where, os.path.expanduser(name))) == "/"):
+            if special_file(name, where) or (
+                    reads and not hidden and root_word(os.path.realpath(os.path.join(where, os.path.expanduser(name))))):
                 return reason(Refusal("device", name))
             if (reads or hidden) and _size(os.path.join(where, os.path.expanduser(name))) > MAX_READ_BYTES:
                 return reason(Refusal("endless", f"{name} (over {MAX_READ_BYTES >> 30} GiB)"))
