@@ -31,6 +31,7 @@ from flower.human.mailbox import (
     MAILBOX_FILE,
     RUN_KINDS,
     Letter,
+    LetterKind,
     Mailbox,
     PendingQuestion,
     is_postgres_dsn,
@@ -78,6 +79,15 @@ def _latest_run(mailbox: Mailbox) -> str:
     received), else everyone: a later run (after `flower go --new`) must not get the old run's mail as new."""
     runs = [letter.run for letter in mailbox.read(None) if letter.kind in RUN_KINDS and letter.run != BROADCAST]
     return runs[-1] if runs else BROADCAST
+
+
+def _post_to_run(run: str, store: str | None, schema: str, kind: LetterKind, text: str) -> None:
+    """A letter for the run RUN names: its run id under `--store`, else the run that is current in the run dir."""
+    mailbox, key = _open(run, store, schema)
+    try:
+        mailbox.post(key if key is not None else _latest_run(mailbox), kind, text)
+    finally:
+        mailbox.close()
 
 
 def _who() -> str:
@@ -171,11 +181,7 @@ def say(run: str, words: tuple[str, ...], store: str | None, schema: str) -> Non
     text = _text(words, "message")
     if not text:
         raise ConfigError("the message is empty")
-    mailbox, key = _open(run, store, schema)
-    try:
-        mailbox.post(key if key is not None else _latest_run(mailbox), "mail", text)
-    finally:
-        mailbox.close()
+    _post_to_run(run, store, schema, "mail", text)
     click.echo(f"sent to {run}: the run's next inbox call delivers it")
 
 
@@ -189,9 +195,5 @@ def handoff(run: str, goal: str, store: str | None, schema: str) -> None:
     as the focus of the handoff document (as Claude Code's `/compact <focus>`). The run takes it through its
     human channel's mailbox, so it works for a run on another machine of a fleet (`--store`)."""
     text = _text((goal,), "goal")
-    mailbox, key = _open(run, store, schema)
-    try:
-        mailbox.post(key if key is not None else _latest_run(mailbox), "handoff", text)
-    finally:
-        mailbox.close()
+    _post_to_run(run, store, schema, "handoff", text)
     click.echo(f"asked {run} to hand over at its next tool boundary" + (f", for: {text}" if text else ""))

@@ -55,10 +55,7 @@ def say(source: Source, run_id: str, text: str) -> str:
     text = text.strip()
     if not text:
         raise ConfigError("the message is empty")
-    with source.mailbox(create=True) as box:
-        assert box is not None  # created when missing
-        known = any(letter.run == run_id for letter in box.read(run_id))
-        box.post(run_id if known else BROADCAST, "mail", text)
+    known = _post(source, run_id, "mail", text)
     where = f"run {run_id}" if known else "every run of this mailbox"
     return f"sent to {where}: the run's next inbox call delivers it"
 
@@ -67,12 +64,19 @@ def steer_run(source: Source, run_id: str, kind: LetterKind, text: str) -> str:
     """A steering letter (`handoff` with its focus, `interrupt` with its remark), as `flower handoff` posts one:
     the run's bound channel takes it at the next main-thread tool boundary."""
     text = " ".join(text.split())
+    _post(source, run_id, kind, text)
+    what = "hand over" if kind == "handoff" else "stop its turn"
+    return f"asked run {run_id} to {what} at its next tool boundary" + (f": {text}" if text else "")
+
+
+def _post(source: Source, run_id: str, kind: LetterKind, text: str) -> bool:
+    """Post under the run's id when its channel writes letters under it, else to every run of the mailbox;
+    whether the run was known."""
     with source.mailbox(create=True) as box:
         assert box is not None  # created when missing
         known = any(letter.run == run_id for letter in box.read(run_id))
         box.post(run_id if known else BROADCAST, kind, text)
-    what = "hand over" if kind == "handoff" else "stop its turn"
-    return f"asked run {run_id} to {what} at its next tool boundary" + (f": {text}" if text else "")
+    return known
 
 
 def cancel(source: Source, run_id: str) -> str:
