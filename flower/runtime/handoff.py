@@ -154,7 +154,7 @@ class ContextMeter:
     """The input cost of the current generation's first message (input-token equivalents, `economics`)."""
     model: str | None = None
     prices: Prices = field(default_factory=Prices)
-    """The prices of `model`, the model in use (the session sets both from each reply)."""
+    """The prices of `model`, the model of the last reply (`observe` sets both)."""
     announced: int | None = None
     """The cost-driven threshold last announced for this generation."""
     _seen: set[str] = field(default_factory=set)
@@ -168,8 +168,11 @@ class ContextMeter:
         return cost_threshold(self.per_message[self.generation_start :], self.first_request, self.prices,
                               min_turns=min_turns)
 
-    def observe(self, message_id: str | None, usage: Mapping[str, Any] | None) -> bool:
-        """Record a main-thread assistant message; False when it was already counted or has no usage."""
+    def observe(self, message_id: str | None, usage: Mapping[str, Any] | None, model: str | None = None) -> bool:
+        """Record a main-thread assistant message (of `model`, whose prices the cost model uses); False when it
+        was already counted or has no usage."""
+        if model and model != self.model:
+            self.model, self.prices = model, Prices.of(model)
         size = message_context(usage)
         if not size or (message_id is not None and message_id in self._seen):
             return False

@@ -40,7 +40,6 @@ from flower.runtime import child
 from flower.runtime.calibration import Windows
 from flower.runtime.config import RuntimeConfig, RuntimeOptions
 from flower.runtime.control import Steering
-from flower.runtime.economics import Prices
 from flower.runtime.handoff import ContextMeter, HandoffPolicy, overflow_window
 from flower.runtime.host import Step
 from flower.runtime.layers import Generations, Layer, Spill, TurnStop, Walls, WorkbenchLayer, fold
@@ -239,9 +238,7 @@ class Runtime:
         except Exception:  # a store that cannot load: the resume itself reports it
             return
         for ident, model, usage in main_usages(entries):
-            if model != meter.model:
-                meter.model, meter.prices = model, Prices.of(model)
-            meter.observe(ident, usage)
+            meter.observe(ident, usage, model)
         meter.seeded = len(meter.per_message)
 
     async def has_history(self, session_id: str) -> bool:

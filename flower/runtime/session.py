@@ -49,7 +49,6 @@ from flower.agent.events import Event, emit, to_events
 from flower.errors import ConfigError, StoredDataError, UnsafePathError
 from flower.runtime import child
 from flower.runtime.control import Tasks
-from flower.runtime.economics import Prices
 from flower.runtime.handoff import degraded_handoff, parse_handoff
 from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome, outcome_kind
@@ -261,10 +260,7 @@ class Session:
         if msg.parent_tool_use_id is not None or msg.model == "<synthetic>":
             return
         self.runtime._use_model(self.step.spec, msg.model, self.step.on_event)
-        meter = self.step.meter
-        if msg.model != meter.model:
-            meter.model, meter.prices = msg.model, Prices.of(msg.model)  # the cost model prices what runs
-        if meter.observe(msg.message_id, msg.usage) and generations:
+        if self.step.meter.observe(msg.message_id, msg.usage, msg.model) and generations:
             self._watch()
         for block in msg.content:
             if isinstance(block, ToolUseBlock):
