@@ -60,7 +60,7 @@ def rewind(target: str, to: str | None, as_json: bool, run_dir: str, store: str 
     writer = open_store(store, where, create=True)
     try:
         done = anyio.run(lambda: do_rewind(where, writer, data.keys, data.main, to, steps=data.steps,
-                                           workspace=data.workspace))
+                                           workspace=data.workspace, workbench=data.workbench_root))
     finally:
         close_store(writer)
     if as_json:
@@ -71,7 +71,7 @@ def rewind(target: str, to: str | None, as_json: bool, run_dir: str, store: str 
     click.echo(f"rewound to #{p.index} ({p.time[11:19]} {p.who}: {fit(sanitize(p.text), 50)})")
     click.echo(f"new session {done.session}: the history up to it; session {p.session[:8]} is unchanged")
     for f in done.files:
-        click.echo(f"{f.action} {f.path}")
+        click.echo(f"{f.action} {f.path}" + (" (outside the workspace: left as it is)" if f.action == "skipped" else ""))
     if not done.files:
         click.echo("no file had changed after it")
     click.echo(f"continue: flower run SPEC --resume {done.session}" + (f" -r {where}" if where != Path("runs") else ""))

@@ -23,7 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,6 +43,7 @@ __all__ = ["EDIT_TOOLS", "Checkpoints", "FileCheckpoints", "Restored", "parse_ti
 EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 """The tools whose changes are checkpointed."""
 _PATH_KEYS = ("file_path", "notebook_path")
+_BLOB = re.compile(r"[0-9a-f]{64}")
 
 
 def parse_time(stamp: str) -> datetime:
@@ -56,8 +58,8 @@ def _now() -> str:
 
 @dataclass(frozen=True)
 class Restored:
-    """One file a rewind put back: `action` is `restored` (old content written) or `removed` (it did not
-    exist then)."""
+    """One file a rewind put back: `action` is `restored` (old content written), `removed` (it did not
+    exist then) or `skipped` (outside the workspace and the workbench: left as it is)."""
 
     path: str
     action: str
@@ -123,30 +125,40 @@ class FileCheckpoints:
                 then[row["path"]] = row.get("blob")
         return then
 
-    def restore(self, moment: datetime, *, session: str | None = None) -> list[Restored]:
+    def restore(self, moment: datetime, *, roots: Sequence[Path], session: str | None = None) -> list[Restored]:
         """Put every file changed after `moment` back as it was then; each one's current content is
-        recorded first."""
-        then = self.state_at(moment)
+        recorded first. Only files inside `roots` (the workspace, the workbench) are written; one elsewhere
+        is `skipped`. Every path is checked before anything is written: a symlink on the way, or a blob the
+        log names that is missing, is one error line and nothing changes."""
+        plan: list[tuple[Path, str | None]] = []
+        skipped: list[Restored] = []
+        for path, blob in self.state_at(moment).items():
+            target = Path(os.path.normpath(path))
+            root = next((r for r in roots if target.is_absolute() and target.is_relative_to(r)), None)
+            if root is None:
+                skipped.append(Restored(path, "skipped"))
+                continue
+            if blob is not None and (not _BLOB.fullmatch(blob) or not (self.folder / "blobs" / blob).is_file()):
+                raise ConfigError(f"the checkpoint of {path} is missing from {self.folder / 'blobs'}: nothing "
+                                  "was restored")
+            plan.append((checked_path(target, root), blob))
         done = []
-        for path, blob in then.items():
-            target = Path(path)
+        for target, blob in plan:
             self.record(target, session=session, tool="rewind")
             if blob is None:
-                if target.is_file() or target.is_symlink():
+                if target.is_file():
                     target.unlink()
-                    done.append(Restored(path, "removed"))
+                    done.append(Restored(str(target), "removed"))
                 continue
             data = (self.folder / "blobs" / blob).read_bytes()
-            if target.is_file() and not target.is_symlink() and target.read_bytes() == data:
+            if target.is_file() and target.read_bytes() == data:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            if target.is_symlink():
-                target.unlink()
             temp = target.with_name(f".{target.name}.flower-rewind")
             temp.write_bytes(data)
             temp.replace(target)
-            done.append(Restored(path, "restored"))
-        return done
+            done.append(Restored(str(target), "restored"))
+        return done + skipped
 
     def hook(self) -> HookMatcher:
         """PreToolUse on the edit tools of every thread: record the file before the tool changes it."""

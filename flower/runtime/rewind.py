@@ -180,25 +180,30 @@ def choose(found: Sequence[Point], to: str, steps: Sequence[Mapping[str, Any]] =
 async def rewind(run_dir: str | Path, store: SessionStore, keys: Mapping[str, SessionKey],
                  sessions: Mapping[str, Sequence[Entry]], to: str, *,
                  steps: Sequence[Mapping[str, Any]] = (), workspace: str | Path | None = None,
-                 run_id: str = "rewind") -> Rewound:
+                 workbench: str | Path | None = None, run_id: str = "rewind") -> Rewound:
     """Fork the session at the point `to` names into a new session of `store` (the raw store, not a
-    rewriting one: the fork copies what is stored) and put the files back as they were then."""
+    rewriting one: the fork copies what is stored) and put the files back as they were then: those inside
+    `workspace` or `workbench` (a file elsewhere is left as it is and reported `skipped`)."""
     checkpoints = FileCheckpoints(run_dir)
     if not checkpoints.exists:
         raise ConfigError(f"run dir {run_dir} has no file checkpoints (its runs predate them): cannot rewind")
     point = choose(points(sessions, steps), to, steps, sessions)
+    if workspace is None:
+        raise ConfigError(f"cannot tell the workspace of run dir {run_dir} (no manifest row names it): cannot "
+                          "put its files back")
+    roots = list(dict.fromkeys(Path(p) for w in (workspace, workbench) if w is not None
+                               for p in (Path(w).absolute(), Path(w).resolve())))
     key = keys[point.session]
     scoped = ProjectScopedStore(store, key["project_key"])
     # Files first: the SDK stamps the fork's last entry with the current time, so a later rewind to that
     # entry finds the files as this rewind leaves them.
-    files = checkpoints.restore(parse_time(point.time), session=point.session)
+    files = checkpoints.restore(parse_time(point.time), roots=roots, session=point.session)
     forked = await fork_session_via_store(scoped, point.session, up_to_message_id=point.uuid)
     now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-    origin = next((r for r in steps if r.get("step") == point.step and r.get("workspace")), {})
     append_manifest(Path(run_dir), {
         "run_id": run_id, "step": point.step or "rewind", "session_id": forked.session_id, "ok": True,
         "cost_usd": 0.0, "num_turns": 0, "text": "", "error": None, "started": now, "ended": now,
-        "retired": [], "workspace": str(workspace or origin.get("workspace") or "") or None,
+        "retired": [], "workspace": str(workspace), "workbench": str(workbench) if workbench else None,
         "rewound_from": {"session_id": point.session, "message": point.uuid, "index": point.index},
     })
     return Rewound(point, forked.session_id, tuple(files))

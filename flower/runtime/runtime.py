@@ -217,6 +217,7 @@ class Runtime:
                     keys[session] = cast(SessionKey, self._key(session))
                     sessions[session] = [e for e in await base.load(keys[session]) or [] if isinstance(e, dict)]
         return await rewind(self.run_dir, base, keys, sessions, to, steps=steps, workspace=self.workspace,
+                            workbench=self.workbench.root if self.workbench is not None else None,
                             run_id=self.run_id)
 
     def _bind_channel(self, spec: AgentSpec) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from flower.errors import ConfigError
+from flower.errors import ConfigError, UnsafePathError
 from flower.runtime.checkpoints import FileCheckpoints, parse_time
 from flower.runtime.rewind import choose, points
 
@@ -96,10 +96,10 @@ def test_checkpoints_give_each_file_as_it_was_and_a_restore_is_undoable(tmp_path
     a.write_text("three")
 
     assert cp.state_at(middle) == {str(a): cp.records()[2]["blob"]}
-    done = cp.restore(start)
+    done = cp.restore(start, roots=[ws])
     assert (a.read_text(), new.exists()) == ("one", False)
     assert sorted((Path(r.path).name, r.action) for r in done) == [("a.txt", "restored"), ("new.txt", "removed")]
-    cp.restore(middle)  # forward again: the restore recorded what it replaced
+    cp.restore(middle, roots=[ws])  # forward again: the restore recorded what it replaced
     assert (a.read_text(), new.read_text()) == ("two", "made")
 
 
@@ -116,3 +116,39 @@ def test_the_hook_records_a_workers_edit_before_it_runs(tmp_path: Path) -> None:
     (row,) = cp.records()
     assert (row["path"], row["agent"], row["call"], row["tool"]) == (str(tmp_path / "f.txt"), "w1", "toolu_1", "Edit")
     assert (cp.folder / "blobs" / row["blob"]).read_text() == "before"
+
+
+def test_a_restore_writes_only_inside_its_roots_and_checks_every_path_first(tmp_path: Path) -> None:
+    cp = FileCheckpoints(tmp_path / "runs")
+    cp.ensure()
+    ws, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    (ws / "sub").mkdir(parents=True)
+    elsewhere.mkdir()
+    inside, outside = ws / "sub" / "in.txt", elsewhere / "out.txt"
+    start = datetime.now(timezone.utc) - timedelta(seconds=1)
+    for path in (inside, outside):
+        path.write_text("old")
+        cp.record(path, tool="Edit")
+        path.write_text("new")
+    done = cp.restore(start, roots=[ws])
+    assert (inside.read_text(), outside.read_text()) == ("old", "new")
+    assert [(Path(r.path).name, r.action) for r in done] == [("in.txt", "restored"), ("out.txt", "skipped")]
+
+    # a folder on the way replaced by a symlink (to where the agent never wrote): refused, nothing written
+    later = datetime.now(timezone.utc)
+    cp.record(inside, tool="Edit")
+    inside.write_text("newer")
+    (ws / "sub").rename(ws / "moved")
+    (ws / "sub").symlink_to(elsewhere)
+    (elsewhere / "in.txt").write_text("not yours")
+    with pytest.raises(UnsafePathError, match="symlink"):
+        cp.restore(later, roots=[ws])
+    assert (elsewhere / "in.txt").read_text() == "not yours"
+
+    # a log line naming a blob that is not there: one error line, nothing restored
+    cp2 = FileCheckpoints(tmp_path / "runs2")
+    cp2.ensure()
+    cp2.log.write_text(json.dumps({"time": "2026-01-01T00:00:01+00:00", "path": str(ws / "x"), "blob": "../../etc"})
+                       + "\n")
+    with pytest.raises(ConfigError, match="is missing from"):
+        cp2.restore(parse_time("2026-01-01T00:00:00Z"), roots=[ws])
