@@ -14,7 +14,8 @@ Invariants:
 - Files changed after the point (by the main thread or any worker) are put back from the run dir's file
   checkpoints (`flower.runtime.checkpoints`); what they held before the rewind is recorded there first.
 - Bad input (an unknown number, uuid or step, a message that is not a point, a run dir without
-  checkpoints) is a `ConfigError` of one line, raised before anything is written.
+  checkpoints, a run dir where a step is running) is a `ConfigError` of one line, raised before anything
+  is written.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from claude_agent_sdk.types import SessionKey, SessionStore
 
 from flower import texts
 from flower.errors import ConfigError
+from flower.runtime import child
 from flower.runtime.checkpoints import FileCheckpoints, Restored, parse_time
 from flower.runtime.steps import append_manifest
 from flower.stores.scoped import ProjectScopedStore
@@ -188,6 +190,10 @@ async def rewind(run_dir: str | Path, store: SessionStore, keys: Mapping[str, Se
     if not checkpoints.exists:
         raise ConfigError(f"run dir {run_dir} has no file checkpoints (its runs predate them): cannot rewind")
     point = choose(points(sessions, steps), to, steps, sessions)
+    live = child.running(Path(run_dir))
+    if live:
+        raise ConfigError(f"a step is running in run dir {run_dir} (Claude Code CLI pid {live[0].pid}): stop it "
+                          "before rewinding the files under it")
     if workspace is None:
         raise ConfigError(f"cannot tell the workspace of run dir {run_dir} (no manifest row names it): cannot "
                           "put its files back")

@@ -152,3 +152,23 @@ def test_a_restore_writes_only_inside_its_roots_and_checks_every_path_first(tmp_
                        + "\n")
     with pytest.raises(ConfigError, match="is missing from"):
         cp2.restore(parse_time("2026-01-01T00:00:00Z"), roots=[ws])
+
+
+def test_no_rewind_under_a_running_step(tmp_path: Path) -> None:
+    import os
+    import socket
+
+    from flower.runtime._cli_launch import started
+    from flower.runtime.rewind import rewind
+
+    runs = tmp_path / "runs"
+    FileCheckpoints(runs).ensure()
+    (runs / "children").mkdir()
+    record = {"pid": os.getpid(), "pgid": os.getpgid(0), "start": started(os.getpid()),
+              "host": socket.gethostname(), "parent": os.getpid(), "parent_start": started(os.getpid())}
+    (runs / "children" / "cli.json").write_text(json.dumps(record))
+    steps = [{"step": "fix", "session_id": S1}]
+    with pytest.raises(ConfigError, match=f"a step is running in run dir .*pid {os.getpid()}"):
+        anyio.run(lambda: rewind(runs, None, {}, {S1: transcript()}, "1", steps=steps,  # type: ignore[arg-type]
+                                 workspace=tmp_path))
+    assert not (runs / "manifest.json").exists()
