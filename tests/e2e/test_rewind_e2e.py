@@ -155,3 +155,45 @@ def test_run_resume_at_forks_at_a_message(tmp_path: Path) -> None:
     request = json.dumps(api.main_requests[-1].messages)
     assert "first fix done" in request and "Fix them again." not in request and "Go on." in request
     assert _stored(runtime.run_dir, session) == before
+
+
+def test_the_clis_own_checkpoints_miss_a_workers_edit_and_refuse_a_store(tmp_path: Path) -> None:
+    """Why flower keeps its own (docs/sdk-notes.md#found-by-flowers-tests): the CLI's `rewind_files` puts back
+    the main thread's edit but not a worker's, and the SDK refuses its checkpoints beside a session store."""
+    from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, ClaudeSDKClient, UserMessage
+
+    from flower.stores.sqlite import SqliteSessionStore
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "main.txt").write_text("one\n")
+    (ws / "worker.txt").write_text("one\n")
+    main = [tool_use("Edit", {"file_path": str(ws / "main.txt"), "old_string": "one", "new_string": "two"}),
+            tool_use("Agent", {"description": "fix", "subagent_type": "fixer", "prompt": "FIX: go",
+                               "run_in_background": False}),
+            text("done")]
+    sub = {"FIX": [tool_use("Edit", {"file_path": str(ws / "worker.txt"), "old_string": "one", "new_string": "two"}),
+                   text("edited")]}
+    with ScriptedAPI(main, sub) as api:
+        options = ClaudeAgentOptions(
+            cwd=str(ws), env=api.cli_env(tmp_path / "home"), setting_sources=[], allowed_tools=["Edit", "Read", "Agent"],
+            enable_file_checkpointing=True, extra_args={"replay-user-messages": None},
+            agents={"fixer": AgentDefinition(description="Fixes.", prompt="Fix.", tools=["Edit", "Read"])})
+
+        async def session() -> None:
+            async with ClaudeSDKClient(options) as client:
+                await client.query("Edit both.")
+                prompts = [m.uuid async for m in client.receive_response()
+                           if isinstance(m, UserMessage) and m.parent_tool_use_id is None and m.uuid]
+                assert (ws / "main.txt").read_text() == (ws / "worker.txt").read_text() == "two\n"
+                await client.rewind_files(prompts[0])
+
+        anyio.run(session)
+    assert (ws / "main.txt").read_text() == "one\n"  # the main thread's edit is undone
+    assert (ws / "worker.txt").read_text() == "two\n"  # the worker's is not
+    assert list((tmp_path / "home" / ".claude" / "file-history").iterdir())  # kept in the CLI's config dir
+
+    with_store = ClaudeAgentOptions(cwd=str(ws), enable_file_checkpointing=True,
+                                    session_store=SqliteSessionStore(tmp_path / "s.db"))
+    with pytest.raises(ValueError, match="session_store cannot be combined with enable_file_checkpointing"):
+        anyio.run(lambda: ClaudeSDKClient(with_store).connect())
