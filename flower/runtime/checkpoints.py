@@ -74,8 +74,11 @@ class FileCheckpoints:
         self.log = self.folder / "log.jsonl"
 
     def ensure(self) -> None:
-        """Create the folder and an empty log: from now on this run dir records checkpoints."""
-        (self.folder / "blobs").mkdir(parents=True, exist_ok=True)
+        """Create the folder and an empty log: from now on this run dir records checkpoints. A symlink on
+        the way (a committed `runs/checkpoints` link) is refused before anything is created."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for folder in (self.folder, self.folder / "blobs"):
+            checked_path(folder, self.run_dir, directory=True).mkdir(exist_ok=True)
         checked_path(self.log, self.run_dir).touch(exist_ok=True)
 
     @property
@@ -93,9 +96,9 @@ class FileCheckpoints:
         blob = None
         if data is not None:
             blob = hashlib.sha256(data).hexdigest()
-            where = self.folder / "blobs" / blob
+            where = checked_path(self.folder / "blobs" / blob, self.run_dir)
             if not where.exists():
-                temp = where.with_name(f".{blob}.{os.getpid()}.tmp")
+                temp = checked_path(where.with_name(f".{blob}.{os.getpid()}.tmp"), self.run_dir)
                 temp.write_bytes(data)
                 temp.replace(where)
         line = json.dumps({"time": _now(), "path": str(target), "blob": blob, "session": session,

@@ -172,3 +172,13 @@ def test_no_rewind_under_a_running_step(tmp_path: Path) -> None:
         anyio.run(lambda: rewind(runs, None, {}, {S1: transcript()}, "1", steps=steps,  # type: ignore[arg-type]
                                  workspace=tmp_path))
     assert not (runs / "manifest.json").exists()
+
+
+def test_a_committed_checkpoints_link_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    runs, outside = tmp_path / "runs", tmp_path / "outside"
+    runs.mkdir()
+    outside.mkdir()
+    (runs / "checkpoints").symlink_to(outside)
+    with pytest.raises(UnsafePathError, match="symlink"):
+        FileCheckpoints(runs).ensure()
+    assert list(outside.iterdir()) == []
