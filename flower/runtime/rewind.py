@@ -182,10 +182,11 @@ def choose(found: Sequence[Point], to: str, steps: Sequence[Mapping[str, Any]] =
 async def rewind(run_dir: str | Path, store: SessionStore, keys: Mapping[str, SessionKey],
                  sessions: Mapping[str, Sequence[Entry]], to: str, *,
                  steps: Sequence[Mapping[str, Any]] = (), workspace: str | Path | None = None,
-                 workbench: str | Path | None = None, run_id: str = "rewind") -> Rewound:
+                 workbench: str | Path | None = None, run_id: str | None = None) -> Rewound:
     """Fork the session at the point `to` names into a new session of `store` (the raw store, not a
     rewriting one: the fork copies what is stored) and put the files back as they were then: those inside
-    `workspace` or `workbench` (a file elsewhere is left as it is and reported `skipped`)."""
+    `workspace` or `workbench` (a file elsewhere is left as it is and reported `skipped`). The fork's
+    manifest row has `run_id` (default: the run's whose session it forks) and the step's name."""
     checkpoints = FileCheckpoints(run_dir)
     if not checkpoints.exists:
         raise ConfigError(f"run dir {run_dir} has no file checkpoints (its runs predate them): cannot rewind")
@@ -206,8 +207,10 @@ async def rewind(run_dir: str | Path, store: SessionStore, keys: Mapping[str, Se
     files = checkpoints.restore(parse_time(point.time), roots=roots, session=point.session)
     forked = await fork_session_via_store(scoped, point.session, up_to_message_id=point.uuid)
     now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    origin = next((r for r in steps if point.session == r.get("session_id") or point.session in (r.get("retired") or [])),
+                  {})
     append_manifest(Path(run_dir), {
-        "run_id": run_id, "step": point.step or "rewind", "session_id": forked.session_id, "ok": True,
+        "run_id": run_id or origin.get("run_id") or "rewind", "step": point.step or "rewind", "session_id": forked.session_id, "ok": True,
         "cost_usd": 0.0, "num_turns": 0, "text": "", "error": None, "started": now, "ended": now,
         "retired": [], "workspace": str(workspace), "workbench": str(workbench) if workbench else None,
         "rewound_from": {"session_id": point.session, "message": point.uuid, "index": point.index},

@@ -197,3 +197,36 @@ def test_the_clis_own_checkpoints_miss_a_workers_edit_and_refuse_a_store(tmp_pat
                                     session_store=SqliteSessionStore(tmp_path / "s.db"))
     with pytest.raises(ValueError, match="session_store cannot be combined with enable_file_checkpointing"):
         anyio.run(lambda: ClaudeSDKClient(with_store).connect())
+
+
+TARGETS = """\
+from flower import coordinator, worker
+
+fixer = worker("Fixes files.", "You make minimal fixes.", tools=["Read", "Edit", "Write"])
+lead = coordinator("lead", "Goal: the files are fixed.", {"fixer": fixer})
+"""
+
+
+def test_flower_run_then_rewind_then_continue_the_fork(tmp_path: Path) -> None:
+    """The whole command line: `flower run`, `flower rewind --to 1`, `flower run -c` goes on from the fork."""
+    ws, runs = tmp_path / "ws", tmp_path / "runs"
+    ws.mkdir()
+    (ws / "a.txt").write_text(ORIGINAL)
+    (tmp_path / "targets.py").write_text(TARGETS)
+    target = f"{tmp_path / 'targets.py'}:lead"
+    edit = tool_use("Edit", {"file_path": str(ws / "a.txt"), "old_string": "alpha", "new_string": "beta"})
+    with ScriptedAPI([_dispatch("FIX-ONE"), text("fixed"), text("from the start again")],
+                     {"FIX-ONE": [edit, text("edited a.txt")]}) as api:
+        env = api.cli_env(tmp_path / "home")
+        first = CliRunner().invoke(cli, ["run", target, "-w", str(ws), "-r", str(runs), "-p", "Fix the files."],
+                                   env=env, catch_exceptions=False)
+        assert first.exit_code == 0, first.output
+        assert (ws / "a.txt").read_text() == "beta\n"
+        back = invoke("rewind", str(runs), "--to", "1")
+        assert back.exit_code == 0, back.output
+        assert (ws / "a.txt").read_text() == ORIGINAL
+        again = CliRunner().invoke(cli, ["run", target, "-w", str(ws), "-r", str(runs), "-c", "-p", "Once more."],
+                                   env=env, catch_exceptions=False)
+        assert again.exit_code == 0, again.output
+        request = json.dumps(api.main_requests[-1].messages)
+    assert "Fix the files." in request and "Once more." in request and "fixed" not in request
