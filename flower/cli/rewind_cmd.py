@@ -69,9 +69,9 @@ def rewind(target: str, to: str | None, as_json: bool, run_dir: str, store: str 
         return
     p = done.point
     click.echo(f"rewound to #{p.index} ({p.time[11:19]} {p.who}: {fit(sanitize(p.text), 50)})")
-    click.echo(f"new session {done.session}: the history up to it; session {p.session[:8]} is unchanged")
+    click.echo(f"fork: {done.session} (session {p.session[:8]} unchanged)")
     for f in done.files:
-        click.echo(f"{f.action} {f.path}" + (" (outside the workspace: left as it is)" if f.action == "skipped" else ""))
+        click.echo(f"{f.action} {f.path}" + (" (outside the workspace)" if f.action == "skipped" else ""))
     if not done.files:
         click.echo("no file had changed after it")
     click.echo(f"continue: flower run SPEC --resume {done.session}" + (f" -r {where}" if where != Path("runs") else ""))
