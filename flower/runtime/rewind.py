@@ -4,7 +4,8 @@
 A point to rewind to is a main-thread message after which the conversation can go on: a prompt, the main
 thread's prose, or a tool call's result (for a dispatch: the worker's reply). Points are numbered from 1
 over the run's sessions in run order; a point is named by that number, by its entry's uuid (or a unique
-prefix of it), or by a step name (the step's first prompt: the start of the step).
+prefix of it), or by a step name (the first prompt of its first attempt, or of its first fan-out item: the
+start of the step).
 
 Invariants:
 - The original session is never changed: the fork is a new session appended to the store (the SDK's
@@ -132,6 +133,11 @@ def _session_points(session: str, entries: Sequence[Entry], step: str | None) ->
     return found
 
 
+def _base(label: str) -> str:
+    """A step's name from an attempt's label (`fix#retry2`, `fix#round2`, `scan[3]`: `fix`, `fix`, `scan`)."""
+    return label.split("#", 1)[0].split("[", 1)[0]
+
+
 def _step_of(session: str, steps: Sequence[Mapping[str, Any]]) -> str | None:
     for row in steps:
         if session == row.get("session_id") or session in (row.get("retired") or []):
@@ -157,9 +163,9 @@ def choose(found: Sequence[Point], to: str, steps: Sequence[Mapping[str, Any]] =
         if not 1 <= number <= len(found):
             raise ConfigError(f"no message #{number}: the run has {len(found)} to rewind to (1-{len(found)})")
         return found[number - 1]
-    rows = [row for row in steps if row.get("step") == to and not row.get("rewound_from")]
+    rows = [row for row in steps if _base(str(row.get("step"))) == to and not row.get("rewound_from")]
     if rows:
-        row = rows[0]
+        row = min(rows, key=lambda r: str(r.get("started") or ""))
         ids = {*(row.get("retired") or []), row.get("session_id")}
         started = parse_time(str(row.get("started") or "1970-01-01T00:00:00+00:00"))
         start = next((p for p in found if p.session in ids and p.who == "you" and parse_time(p.time) >= started),

@@ -51,6 +51,10 @@ def test_points_are_prompts_prose_and_results_numbered_over_the_sessions() -> No
     ]
     assert choose(found, "2").uuid == "u-result" and choose(found, "#4").uuid == "v-prompt"
     assert choose(found, "check", steps).uuid == "v-prompt"  # a step: its first prompt
+    labelled = [{**steps[0], "step": "fix#retry1", "started": "2026-01-01T10:00:05+00:00"}, {**steps[0], "step": "fix"},
+                {**steps[1], "step": "check[1]"}]
+    assert choose(found, "fix", labelled).uuid == "u-prompt"  # its first attempt
+    assert choose(found, "check", labelled).uuid == "v-prompt"  # a fan-out item's label
     assert choose(found, "u-resu").uuid == "u-result"  # a unique prefix of 6 or more
     with pytest.raises(ConfigError, match=r"no message #5: the run has 4 to rewind to \(1-4\)"):
         choose(found, "5")
