@@ -24,6 +24,7 @@ from flower.cli.go import go
 from flower.cli.human import answer, asks, handoff, say
 from flower.cli.init_cmd import init
 from flower.cli.reading import config, logs, preview, report, sessions
+from flower.cli.rewind_cmd import rewind
 from flower.cli.testing_cmd import testing
 from flower.cli.web_cmd import web
 from flower.errors import FlowerError
@@ -34,6 +35,7 @@ __all__ = ["COMMANDS", "cli", "main"]
 COMMANDS: tuple[click.Command, ...] = (
     go, run, once,                        # running agents
     report, preview, sessions, logs,      # reading a run back
+    rewind,                               # going back in a run
     runs, resume, cancel, worker,         # durable workflow runs
     asks, answer, say, handoff, web,      # talking to a running agent
     config, init, testing, demo,          # settings, offline tools

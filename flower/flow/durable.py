@@ -239,7 +239,7 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
 
     try:
         return await runtime.run(attempt.spec, text, step_name=label, resume=session, fork=branch,
-                                 on_event=on_event)
+                                 resume_at=attempt.resume_at if branch else None, on_event=on_event)
     finally:
         live.inflight.pop(label, None)
 

@@ -100,18 +100,19 @@ class _Start:
     prompt: str
     resume: str | None
     fork: bool
+    resume_at: str | None
     again: str | None
     """The step's `resume_prompt`, rendered (None: the executor's own text)."""
 
 
 def _start(step: Step, view: StepContext, item: Any) -> _Start:
-    resume, fork = None, False
+    resume, fork, at = None, False, None
     if step.resume_from is not None:
         resume = view.sessions.get(step.resume_from)
         if not resume:
             raise FlowError(f"step {step.name}: resume_from {step.resume_from} has no session "
                             "(was it skipped or did it fail before starting?)")
-        fork = step.fork
+        fork, at = step.fork or step.resume_at is not None, step.resume_at
     try:
         prompt = step.render(view, item=item)
         again = step.render(view, resuming=True, item=item) if step.resume_prompt is not None else None
@@ -119,7 +120,7 @@ def _start(step: Step, view: StepContext, item: Any) -> _Start:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's prompt callable
         raise FlowError(f"step {step.name}: prompt raised {one_line(exc)}") from None
-    return _Start(prompt, resume, fork, again)
+    return _Start(prompt, resume, fork, at, again)
 
 
 def _tag(step: Step, label: str, attempt: int) -> str:
@@ -139,7 +140,8 @@ async def run_step(ex: Executor, step: Step, view: StepContext, *, item: Any = _
     passed, aborted = False, None
     for attempt in range(step.retries + 1):
         tag = _tag(step, view.label, attempt)
-        result = await ex.agent(view.runtime, Attempt(step.name, tag, step.spec, prompt, resume, fork, start.again))
+        result = await ex.agent(view.runtime, Attempt(step.name, tag, step.spec, prompt, resume, fork, start.again,
+                                                      start.resume_at if fork else None))
         if result.ok:
             verdict = await _gate(ex, step, tag, result, view)
             if verdict.get("abort") is not None:

@@ -44,6 +44,8 @@ class Attempt:
     fork: bool = False
     resume_prompt: str | None = None
     """The prompt when the executor finds this very attempt's session already started (after a crash)."""
+    resume_at: str | None = None
+    """With `fork`: the message of `resume` the fork starts from (None: its end)."""
 
 
 class _BranchBase(TypedDict):

@@ -10,7 +10,9 @@ the run's context, read-only, plus `ctx.runtime` and the run's ids); `flower.flo
 - `reduce(result, ctx)` shapes what downstream steps see as `ctx[name]` (default: the result's text);
 - `on_fail`: "stop" ends the workflow (`ctx["_failed_at"]`), "skip" leaves no output, "continue" stores the
   last text;
-- `resume_from` names an earlier step whose session this one continues (`fork` branches it instead).
+- `resume_from` names an earlier step whose session this one continues (`fork` branches it instead;
+  `resume_at`, a message uuid of that session as `flower rewind RUN --json` lists them, branches it at that
+  message).
 - `over=items` fans the step out: one agent per item, run in parallel through a DBOS queue (`limit` at a
   time), `ctx[name]` the outputs in item order. `parallel(a, b, ..., limit=N)` does the same for different
   steps.
@@ -60,6 +62,8 @@ class Step:
     """Text, or `prompt(ctx)` (`prompt(ctx, item)` with `over`); in a text, `{item}` is the fan-out item."""
     resume_from: str | None = None
     fork: bool = False
+    resume_at: str | None = None
+    """With `resume_from`: fork its session at this message (an entry uuid) instead of at its end."""
     retries: int = 0
     gate: Callable[[StepResult, StepContext], Any] | None = None
     on_fail: OnFail = "stop"
@@ -87,6 +91,8 @@ class Step:
             raise FlowError(f"step {self.name}: retries must be a whole number >= 0, not {self.retries!r}")
         if self.fork and self.resume_from is None:
             raise FlowError(f"step {self.name}: fork=True needs resume_from")
+        if self.resume_at is not None and (self.resume_from is None or not str(self.resume_at).strip()):
+            raise FlowError(f"step {self.name}: resume_at needs resume_from and a message uuid")
         if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
             raise FlowError(f"step {self.name}: limit must be a whole number >= 1, not {self.limit!r}")
         if self.reduce is not None and inspect.iscoroutinefunction(self.reduce):

@@ -26,14 +26,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from claude_agent_sdk.types import SessionKey, SessionStore
 
-from flower import texts
 from flower.errors import ConfigError
+from flower.runtime.steps import read_manifest
 from flower.stores.jsonl import decode_line
 from flower.stores.opening import (  # re-exported: the readers' one way to open a store
     StoreReader,
     close_store,
     open_store,
 )
+from flower.workbench.bench import strip_listing
 
 if TYPE_CHECKING:
     from flower.workbench.stats import WorkbenchStats
@@ -52,23 +53,6 @@ __all__ = [
 ]
 
 Entry = dict[str, Any]
-
-
-def read_manifest(run_dir: Path | None) -> list[dict[str, Any]]:
-    """The manifest's step rows; [] when the run dir has no manifest."""
-    if run_dir is None:
-        return []
-    path = run_dir / "manifest.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read the manifest {path}: {exc}") from None
-    rows = data.get("steps") if isinstance(data, Mapping) else data
-    if not isinstance(rows, list):
-        raise ConfigError(f"{path} is not a flower manifest (no list of steps)")
-    return [dict(row) for row in rows if isinstance(row, Mapping)]
 
 
 def last_session(run_dir: Path, workspace: Path, agent: str) -> str | None:
@@ -298,14 +282,6 @@ def session_rows(store: StoreReader, run_dir: Path | None, workspace: Path | Non
             )
     rows.sort(key=lambda r: (r["mtime"] or 0, r["session_id"]))
     return rows
-
-
-def strip_listing(text: str) -> str:
-    """A first user message without the workbench listing the runtime put in front of it (B-3)."""
-    head = texts.WORKBENCH_LISTING_HEAD.split("{", 1)[0]
-    if text.startswith(head) and "\n\n" in text:
-        return text.split("\n\n", 1)[1]
-    return text
 
 
 def first_prompt(entries: Sequence[Entry]) -> str:

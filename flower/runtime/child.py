@@ -38,7 +38,7 @@ import claude_agent_sdk
 
 from flower.runtime._cli_launch import started
 
-__all__ = ["Child", "Spawn", "end", "end_mine", "end_orphans", "forget", "prepare"]
+__all__ = ["Child", "Spawn", "end", "end_mine", "end_orphans", "forget", "prepare", "running"]
 
 GRACE = 3.0
 """Seconds a CLI gets after SIGTERM (it ends its tool commands and exits in well under one) before SIGKILL."""
@@ -186,6 +186,15 @@ def end_orphans(run_dir: Path) -> list[Child]:
         if end(child):
             ended.append(child)
     return ended
+
+
+
+def running(run_dir: Path) -> list[Child]:
+    """The CLI processes recorded in `run_dir` that run still on this host (a step of some flower is live)."""
+    folder = run_dir / DIRNAME
+    host = socket.gethostname()
+    found = [Child.load(path) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    return [c for c in found if c is not None and c.host == host and c.alive()]
 
 
 atexit.register(end_mine)

@@ -41,6 +41,8 @@ class Step:
     """The main thread's context across the step's sessions."""
     tally: Tally
     on_event: OnEvent | None
+    resume_at: str | None = None
+    """The first session forks its resumed one at this message (`Runtime.run(resume_at=)`)."""
 
 
 class Host(Protocol):
@@ -78,6 +80,6 @@ class Host(Protocol):
     def _calibrate(self, error: str | None, meter: ContextMeter, on_event: OnEvent | None) -> None: ...
 
     def _options(self, spec: AgentSpec, resume: str | None, fork: bool,
-                 stop_hook: HookMatcher | None) -> ClaudeAgentOptions: ...
+                 stop_hook: HookMatcher | None, resume_at: str | None = None) -> ClaudeAgentOptions: ...
 
     async def _attempt(self, step: Step, message: str, resume: str | None, fork: bool) -> Outcome: ...

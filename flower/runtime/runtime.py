@@ -27,10 +27,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, SessionStore, project_key_for_directory
+from claude_agent_sdk.types import SessionKey
 
 from flower.agent.events import Event, OnEvent, emit
 from flower.agent.options import build_options, check_isolation
@@ -38,6 +39,7 @@ from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 from flower.runtime import child
 from flower.runtime.calibration import Windows
+from flower.runtime.checkpoints import Checkpoints, FileCheckpoints
 from flower.runtime.config import RuntimeConfig, RuntimeOptions
 from flower.runtime.control import Steering
 from flower.runtime.handoff import ContextMeter, HandoffPolicy, overflow_window
@@ -48,7 +50,7 @@ from flower.runtime.outcome import Outcome
 from flower.runtime.refresh import RefreshPolicy
 from flower.runtime.resilience import RetryPolicy, endpoint_of
 from flower.runtime.session import Session
-from flower.runtime.steps import StepResult, append_manifest
+from flower.runtime.steps import StepResult, append_manifest, read_manifest
 from flower.runtime.stream import EventStream
 from flower.runtime.tally import Tally
 from flower.runtime.tracing import traced
@@ -58,6 +60,8 @@ from flower.workbench.bench import Placement, Workbench
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
+
+    from flower.runtime.rewind import Rewound
 
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
@@ -100,6 +104,9 @@ class Runtime:
         self.workbench = Workbench(self.workspace) if cfg.workbench is True else (cfg.workbench or None)
         if self.workbench is not None:
             self.workbench.ensure()
+        self.checkpoints = FileCheckpoints(self.run_dir)
+        """What each file held before an agent changed it (`rewind`)."""
+        self.checkpoints.ensure()
         self.spill_threshold = cfg.spill_threshold
         self.handoff_policy: HandoffPolicy | None = cfg.handoff_policy()
         self._boundary: list[Callable[[], None]] = []
@@ -149,9 +156,15 @@ class Runtime:
         step_name: str | None = None,
         resume: str | None = None,
         fork: bool = False,
+        resume_at: str | None = None,
         on_event: OnEvent | None = None,
     ) -> StepResult:
-        """Run one step; model and API failures land in the result, never raise."""
+        """Run one step; model and API failures land in the result, never raise. `resume_at` (an entry uuid
+        of `resume`) forks that session at the message: the step goes on from it in a new session, the
+        original unchanged (`rewind` also puts the files back)."""
+        if resume_at is not None and resume is None:
+            raise ConfigError("resume_at needs resume=<session id>: there is nothing to fork at a message")
+        fork = fork or resume_at is not None
         spec = self.config.apply(spec)  # the config's model where the spec names none; its budget caps
         name = step_name or spec.name
         started, clock = _now(), time.monotonic()
@@ -164,7 +177,7 @@ class Runtime:
         self._end_orphans(on_event)
         emit(on_event, Event("step", name, payload={"phase": "start", "resume": resume, "agent_name": spec.name,
                                                     "model": spec.model, "run_id": self.run_id}))
-        step = Step(spec, prompt, name, ContextMeter(), Tally(), on_event)
+        step = Step(spec, prompt, name, ContextMeter(), Tally(), on_event, resume_at)
         if resume is not None:
             await self._seed(step.meter, resume)
         end = await run_step(self, step, resume, fork)
@@ -185,6 +198,27 @@ class Runtime:
                                                     "error": result.error, "turns": result.num_turns,
                                                     "session_id": result.session_id, "context": result.context}))
         return result
+
+    async def rewind(self, to: str) -> Rewound:
+        """Fork this run dir's session at the message `to` names (a number or an entry uuid as
+        `flower rewind RUN` lists them, or a step name: its start) into a new session, and put back the
+        files the agents (workers too) changed after it. The original session is never changed; the fork is
+        recorded in the manifest under its step's name. Bad input is a `ConfigError` before anything is
+        written."""
+        from flower.runtime.rewind import rewind
+
+        base = getattr(self.store, "base", self.store)  # the stored entries, not a resume's rewrite of them
+        steps = read_manifest(self.run_dir)
+        sessions: dict[str, list[Any]] = {}
+        keys: dict[str, SessionKey] = {}
+        for row in steps:
+            for session in [*(row.get("retired") or []), row.get("session_id")]:
+                if isinstance(session, str) and session and session not in sessions:
+                    keys[session] = cast(SessionKey, self._key(session))
+                    sessions[session] = [e for e in await base.load(keys[session]) or [] if isinstance(e, dict)]
+        return await rewind(self.run_dir, base, keys, sessions, to, steps=steps, workspace=self.workspace,
+                            workbench=self.workbench.root if self.workbench is not None else None,
+                            run_id=self.run_id)
 
     def _bind_channel(self, spec: AgentSpec) -> None:
         """The spec's human channel answers through this runtime's mailbox unless it has one already: a
@@ -330,6 +364,7 @@ class Runtime:
         if stop_hook is not None:
             layers.append(TurnStop(stop_hook))
         layers.append(Walls())
+        layers.append(Checkpoints(self.checkpoints))
         return layers
 
     def _first_message(self, prompt: str) -> str:
@@ -339,10 +374,11 @@ class Runtime:
         return prompt
 
     def _options(self, spec: AgentSpec, resume: str | None, fork: bool,
-                 stop_hook: HookMatcher | None) -> ClaudeAgentOptions:
+                 stop_hook: HookMatcher | None, resume_at: str | None = None) -> ClaudeAgentOptions:
         part = fold(self._layers(stop_hook), spec)
         return build_options(
-            spec, cwd=self.workspace, session_store=self.store, resume=resume, fork=fork, prelude=part.system,
+            spec, cwd=self.workspace, session_store=self.store, resume=resume, fork=fork, resume_at=resume_at,
+            prelude=part.system,
             add_dirs=part.add_dirs, portable=self.portable, hooks=dict(part.hooks or {}),
             artifacts=part.artifacts, env={**self.env, **part.env},
         )

@@ -118,7 +118,7 @@ class Session:
         runtime, spec = self.runtime, self.step.spec
         generations = runtime.threshold(spec) is not None
         hook = self.stop_hook() if generations or runtime.refresh is not None else None
-        options = runtime._options(spec, self.resume, self.fork, hook)
+        options = runtime._options(spec, self.resume, self.fork, hook, self.step.resume_at if self.fork else None)
         # before a resume: what an earlier process's session left in the local transcript only
         await self._backfill(projects_dir(options.env), self.resume, patience=0.0)
         await self._restore()

@@ -15,11 +15,11 @@ from typing import Any
 
 from filelock import FileLock
 
-from flower.errors import StoreError
+from flower.errors import ConfigError, StoreError
 from flower.util.confined import replace_text
 from flower.util.rundir import checked_path
 
-__all__ = ["StepResult", "append_manifest"]
+__all__ = ["StepResult", "append_manifest", "read_manifest"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +90,20 @@ def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
             replace_text(path, json.dumps(data, indent=1, ensure_ascii=False))  # a fresh temp file, never planted
     except OSError as exc:
         raise StoreError(f"cannot write the run's manifest {path}: {exc.strerror or exc}") from None
+
+
+def read_manifest(run_dir: Path | None) -> list[dict[str, Any]]:
+    """The manifest's step rows; [] when the run dir has no manifest."""
+    if run_dir is None:
+        return []
+    path = run_dir / "manifest.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the manifest {path}: {exc}") from None
+    rows = data.get("steps") if isinstance(data, Mapping) else data
+    if not isinstance(rows, list):
+        raise ConfigError(f"{path} is not a flower manifest (no list of steps)")
+    return [dict(row) for row in rows if isinstance(row, Mapping)]

@@ -43,6 +43,7 @@ __all__ = [
     "index_guard",
     "relay_guard",
     "relay_input",
+    "strip_listing",
     "workbench_hooks",
 ]
 
@@ -384,3 +385,11 @@ def workbench_hooks(workbench: Workbench, *, relay: bool = True) -> dict[HookEve
     if relay:
         hooks["PreToolUse"] = [HookMatcher(matcher="Agent", hooks=[relay_guard(workbench)])]
     return hooks
+
+
+def strip_listing(text: str) -> str:
+    """A first user message without the workbench listing the runtime put in front of it (B-3)."""
+    head = texts.WORKBENCH_LISTING_HEAD.split("{", 1)[0]
+    if text.startswith(head) and "\n\n" in text:
+        return text.split("\n\n", 1)[1]
+    return text

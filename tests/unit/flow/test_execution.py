@@ -176,6 +176,17 @@ async def test_resume_from_continues_or_forks_an_earlier_session(runtime: Runtim
         await run(skipped, runtime, Agents())
 
 
+async def test_resume_at_forks_an_earlier_session_at_a_message(runtime: Runtime) -> None:
+    agents = Agents(reply=lambda attempt: None if attempt.label == "b" else f"{attempt.label} did it")
+    flow = Workflow([Step("a", READER, "x"), Step("b", READER, "y", resume_from="a", resume_at="uuid-7", retries=1)])
+    await run(flow, runtime, agents)  # a plain retry forks at the same message again
+    assert [(c.label, c.resume, c.fork, c.resume_at) for c in agents.calls[1:]] == [
+        ("b", "sess-a", True, "uuid-7"), ("b#retry1", "sess-a", True, "uuid-7")]
+    for bad in ({"resume_at": "uuid-7"}, {"resume_from": "a", "resume_at": " "}):
+        with pytest.raises(FlowError, match="step c: resume_at needs resume_from and a message uuid"):
+            Step("c", READER, "z", **bad)  # type: ignore[arg-type]
+
+
 async def test_parallel_members_keep_their_order_and_a_writer_gets_its_own_workspace(runtime: Runtime) -> None:
     agents = Agents(delay=lambda attempt: 0.05 if attempt.step == "r" else 0.0)
     seen: list[StepContext] = []
