@@ -169,8 +169,8 @@ def test_ctrl_c_once_interrupts_with_a_remark_and_twice_stops_with_the_resume_co
     started = workspace / "worker-started"
     slow = {"command": f"touch {started} && python3 -c 'import time; time.sleep(120)'"}
     scripted_api.script(
-        [text(BRIEF.to_markdown()), text(GOAL.to_markdown()), go_dispatch("CODE-SLOW", TASK),
-         go_dispatch("CODE-SLOWER", TASK)],
+        # --no-goal: clarify, then the work step dispatches (and, after the remark, dispatches again)
+        [*go_script(brief=BRIEF), go_dispatch("CODE-SLOW", TASK), go_dispatch("CODE-SLOWER", TASK)],
         subagents={"CODE-SLOW": [tool_use("Bash", slow)], "CODE-SLOWER": [tool_use("Bash", slow)]},
     )
     env = scripted_api.cli_env(tmp_path / "home")
