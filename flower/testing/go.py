@@ -6,8 +6,9 @@ round in the coordinator's own session after a verdict that is not *achieved*, a
 returns those replies in that order; each coder dispatch (`go_dispatch`) names a marker that claims the
 coder's own steps in `subagents`.
 
-The replies are written by the documents go reads them with (`Brief`, `Goal`, `Verdict`, `Bequest`
-`to_markdown()` / `body()`), so a heading here is the heading flower parses: nothing is copied.
+The replies are written as a model writes them, one `## Heading` per filled section, by the documents go
+reads them with (`Brief.prompt_block()`, `Goal.prompt_block()`, `Verdict.to_markdown()`, the bequest's
+`SECTIONS`), so a heading here is the heading flower parses: nothing is copied.
 
 Invariant: a script that go cannot follow is a `ScriptError` naming the round when it is built (a judged run
 whose round has no verdict, a verdict or a second round without a goal, a round after an achieved one).
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flower.errors import ScriptError
-from flower.go.bequest import Bequest
+from flower.go.bequest import SECTIONS, Bequest
 from flower.human.channel import HumanChannel
 from flower.human.documents import Brief, Goal, Verdict
 from flower.testing.replies import Reply, Step, text, tool_use
@@ -65,17 +66,23 @@ def go_script(
     """
     steps: list[Step] = [tool_use(HumanChannel().ask_tool, {"question": q, "options": list(o)}) for q, o in asks]
     if brief is not None:
-        steps.append(text(brief.to_markdown()))
+        steps.append(text(brief.prompt_block()))
     if goal is not None:
-        steps.append(text(goal.to_markdown()))
+        steps.append(text(goal.prompt_block()))
     for number, round_ in enumerate(rounds, 1):
         _check(number, round_, judged=goal is not None, last=number == len(rounds))
         steps.extend(round_.work)
         if round_.verdict is not None:
             steps.append(text(round_.verdict.to_markdown()))
     if bequest is not None:
-        steps.append(text(bequest.body()))
+        steps.append(text(_bequest_note(bequest)))
     return steps
+
+
+def _bequest_note(bequest: Bequest) -> str:
+    """The finishing session's note: its filled sections under the headings go reads."""
+    filled = [(heading, getattr(bequest, key).strip()) for key, heading in SECTIONS]
+    return "\n\n".join(f"## {heading}\n{body}" for heading, body in filled if body)
 
 
 def _check(number: int, round_: GoRound, *, judged: bool, last: bool) -> None:

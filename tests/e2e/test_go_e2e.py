@@ -241,7 +241,7 @@ def test_json_prints_one_json_object_per_line(scripted_api: ScriptedAPI, tmp_pat
 
 
 def test_budget_stops_cleanly_and_keeps_the_run(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
-    scripted_api.handler = lambda request: text(BRIEF.to_markdown())  # every session gets a reply; the budget decides
+    scripted_api.handler = lambda request: text(BRIEF.prompt_block())  # every session gets a reply; the budget decides
     ran = subprocess.run([sys.executable, "-m", "flower", "go", "--budget", "0.001", REQUEST], cwd=workspace,
                          env=scripted_api.cli_env(tmp_path / "home"), capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, timeout=180)

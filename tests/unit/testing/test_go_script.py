@@ -46,7 +46,7 @@ def test_the_replies_come_in_go_order_and_parse_back_as_written() -> None:
 
 def test_a_wake_and_a_clarify_only_run() -> None:
     woken = go_script(brief=None, goal=GOAL, rounds=[GoRound([text("done")], Verdict("achieved"))], bequest=BEQUEST)
-    assert [said(s).splitlines()[0] for s in woken[:3]] == ["# The goal", "done", "## Verdict"]
+    assert [said(s).splitlines()[0] for s in woken[:3]] == ["## Goal", "done", "## Verdict"]
     assert parse_bequest(said(woken[3]), request="x", workbench_hint="y") == BEQUEST
     assert len(go_script(brief=BRIEF)) == 1
     assert len(go_script(brief=BRIEF, rounds=[GoRound([text("done")])], bequest=BEQUEST)) == 3  # --no-goal
