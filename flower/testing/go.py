@@ -7,8 +7,8 @@ returns those replies in that order; each coder dispatch (`go_dispatch`) names a
 coder's own steps in `subagents`.
 
 The replies are written as a model writes them, one `## Heading` per filled section, by the documents go
-reads them with (`Brief.prompt_block()`, `Goal.prompt_block()`, `Verdict.to_markdown()`, the bequest's
-`SECTIONS`), so a heading here is the heading flower parses: nothing is copied.
+reads them with (`Brief.prompt_block()`, `Goal.prompt_block()`, the verdict's `VERDICT_SECTIONS`, the
+bequest's `SECTIONS`), so a heading here is the heading flower parses: nothing is copied.
 
 Invariant: a script that go cannot follow is a `ScriptError` naming the round when it is built (a judged run
 whose round has no verdict, a verdict or a second round without a goal, a round after an achieved one).
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from flower.errors import ScriptError
 from flower.go.bequest import SECTIONS, Bequest
 from flower.human.channel import HumanChannel
-from flower.human.documents import Brief, Goal, Verdict
+from flower.human.documents import VERDICT_SECTIONS, Brief, Goal, Verdict
 from flower.testing.replies import Reply, Step, text, tool_use
 
 __all__ = ["GoRound", "go_dispatch", "go_script"]
@@ -73,10 +73,20 @@ def go_script(
         _check(number, round_, judged=goal is not None, last=number == len(rounds))
         steps.extend(round_.work)
         if round_.verdict is not None:
-            steps.append(text(round_.verdict.to_markdown()))
+            steps.append(text(_verdict_note(round_.verdict)))
     if bequest is not None:
         steps.append(text(_bequest_note(bequest)))
     return steps
+
+
+def _verdict_note(verdict: Verdict) -> str:
+    """The judge's reply: its verdict, reason and failed checks under the headings go reads (an unreadable
+    verdict, `Verdict()`, says none)."""
+    head = {key: names[0] for key, names in VERDICT_SECTIONS.items()}
+    parts = [f"## {head['state']}\n{verdict.state.replace('_', ' ')}"] if verdict.state else []
+    parts += [f"## {head['reason']}\n{verdict.reason}"] if verdict.reason else []
+    parts += [f"## {head['failed']}\n" + "\n".join(f"- {item}" for item in verdict.failed)] if verdict.failed else []
+    return "\n\n".join(parts) or "(no verdict)"
 
 
 def _bequest_note(bequest: Bequest) -> str:

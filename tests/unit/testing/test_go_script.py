@@ -52,6 +52,13 @@ def test_a_wake_and_a_clarify_only_run() -> None:
     assert len(go_script(brief=BRIEF, rounds=[GoRound([text("done")])], bequest=BEQUEST)) == 3  # --no-goal
 
 
+@pytest.mark.parametrize("verdict", [Verdict("achieved", "All checks hold."), Verdict("unreachable", "No network."),
+                                     Verdict("not_yet", "", ("a", "b")), Verdict()])
+def test_every_verdict_reads_back_as_scripted(verdict: Verdict) -> None:
+    (*_, reply) = go_script(brief=None, goal=GOAL, rounds=[GoRound([text("done")], verdict)])
+    assert Verdict.parse(said(reply)) == verdict
+
+
 @pytest.mark.parametrize(("rounds", "goal", "says"), [
     ([GoRound([text("a")])], GOAL, "go round 1 has no verdict"),
     ([GoRound([text("a")], Verdict("achieved"))], None, "go round 1 has a verdict but the script has no goal"),
