@@ -82,3 +82,19 @@ def test_a_run_without_session_rows_falls_back_to_its_step_rows() -> None:
     assert attempts(run)["s2"] == [("2026-01-01T10:00:00.000+00:00", "a"), ("2026-01-01T10:00:05.000+00:00", "a#retry1")]
     assert by_step(run) == {"a": 2, "a#retry1": 1, "total": 3}
     assert step_of("s9", None, attempts(run)) == "session s9"
+
+
+def test_the_table_says_what_a_session_row_is_and_keeps_every_row() -> None:
+    import io
+
+    from rich.console import Console
+
+    from flower.report.terminal import print_breakdown
+
+    main = {"c": [reply("c1", 1)], "x1234567890": [reply("x1", 5)]}
+    rows = breakdown(data(steps=[], started=[started("clarify", "c", 0)], main=main), "step")
+    out = io.StringIO()
+    print_breakdown(Console(file=out, width=80, color_system=None), rows, "step", label="runs")
+    shown = out.getvalue()
+    assert [line.split()[0] for line in shown.splitlines()[4:7]] == ["clarify", "session", "total"]
+    assert "`session <id>`: a session the manifest names no step for" in " ".join(shown.split())
