@@ -125,8 +125,8 @@ def breakdown(data: RunData, by: By) -> list[Bucket]:
             message = message_of(entry) or {}
             model = message.get("model") if isinstance(message.get("model"), str) else None
             stamp = entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else None
-            key = (worker if by == "worker" else model or "?" if by == "model" else (stamp or "?")[:10]
-                   if by == "day" else step_of(session, stamp, known))
+            key = step_of(session, stamp, known) if by == "step" else \
+                {"worker": worker, "model": model or "?", "day": (stamp or "?")[:10]}[by]
             usage = usage_of(entry)
             buckets.setdefault(key, Bucket(key)).add(model, usage)
             total.add(model, usage)
