@@ -32,9 +32,11 @@ from flower.human.judge import GoalStep, with_goal
 from flower.runtime.steps import StepResult
 from flower.util.sections import labelled_sections
 
-__all__ = ["BEQUEST_ALIASES", "NAME", "GoOptions", "lead_spec", "parse_bequest", "starter_flow"]
+__all__ = ["BEQUEST_ALIASES", "CODER", "NAME", "GoOptions", "lead_spec", "parse_bequest", "starter_flow"]
 
 NAME = "go"
+CODER = "coder"
+"""The name of the coordinator's one worker (what a dispatch's `subagent_type` says)."""
 
 BEQUEST_ALIASES: dict[str, tuple[str, ...]] = {
     "what": ("What this is", "What", "About", "这是什么", "项目是什么"),
@@ -70,7 +72,7 @@ def parse_bequest(text: str, *, request: str, workbench_hint: str) -> Bequest:
 
 def lead_spec(channel: HumanChannel, options: GoOptions) -> AgentSpec:
     coder = worker(texts.GO_CODER_DESCRIPTION, texts.GO_CODER_PROMPT, isolate=options.isolate)
-    return coordinator(NAME, texts.GO_COORDINATOR, {"coder": coder}, channel=channel, model=options.model,
+    return coordinator(NAME, texts.GO_COORDINATOR, {CODER: coder}, channel=channel, model=options.model,
                        max_budget_usd=options.budget)
 
 

@@ -26,7 +26,7 @@ from flower import texts
 from flower.util.confined import read_note, replace_text
 from flower.util.sections import first_nonempty, labelled_sections
 
-__all__ = ["BRIEF_SECTIONS", "Brief", "Goal", "Verdict", "VerdictState"]
+__all__ = ["BRIEF_SECTIONS", "GOAL_SECTIONS", "VERDICT_SECTIONS", "Brief", "Goal", "Verdict", "VerdictState"]
 
 T = TypeVar("T")
 

@@ -35,8 +35,8 @@ from flower.report.entries import (
     add_usage,
     api_messages,
     cost_state,
+    dedupe_across,
     fallbacks,
-    keyed_replies,
     last_model,
     tool_uses,
     usage_of,
@@ -249,18 +249,6 @@ def _split_inline(
     return main, inline
 
 
-def _dedupe_across(sessions: Mapping[str, list[Entry]]) -> dict[str, list[Entry]]:
-    """Drop replies already seen in an earlier session (a fork copies its parent's history)."""
-    seen: set[str] = set()
-    out: dict[str, list[Entry]] = {}
-    for session, entries in sessions.items():
-        keys = {id(entry): key for key, entry in keyed_replies(entries)}
-        kept = [e for e in entries if id(e) not in keys or keys[id(e)] not in seen]
-        seen.update(keys.values())
-        out[session] = kept
-    return out
-
-
 # --- the context curve ----------------------------------------------------------------------------
 
 
@@ -368,7 +356,7 @@ def analyze(
     """
     sessions = dict(main_entries) if isinstance(main_entries, Mapping) else {"": list(main_entries)}
     main, inline = _split_inline(sessions)
-    main = _dedupe_across(main)
+    main = dedupe_across(main)
     subs: dict[str, Sequence[Entry]] = {**inline, **(sub_entries_by_agent or {})}
     per_agent = {agent: _thread(entries) for agent, entries in subs.items()}
     all_main = [e for entries in main.values() for e in entries]

@@ -2,23 +2,31 @@
 
 Every API message of the run counts once (grouped by message id, as the report does), priced with the
 bundled CLI's own price table (`flower.agent.usage`). A subagent's messages count under its worker type,
-read from the CLI's record of the dispatch (`agentType` beside `agentId` in the Agent call's result); a
-message belongs to the manifest step whose start..end holds its timestamp.
+read from the CLI's record of the dispatch (`agentType` beside `agentId` in the Agent call's result).
 
-Invariant: the rows add up to the whole run (the `total` row), whatever the grouping.
+By step, a message belongs to the step its session was started (or last resumed) for, as the manifest's
+session rows record it when the session starts (`flower.runtime.steps`); a subagent's, to its parent
+session's. One session serves several steps only one after another (a judged round resumes the work's
+session), so within a session the latest row started before the message names its step; parallel branches
+are separate sessions and never mix. A run recorded before session rows existed falls back to its step rows
+(their session ids and start times); a session neither names is its own row, `session <id>`.
+
+Invariants: every API message counts once (a fork's copied history under the session that made it), and
+the rows add up to the whole run (the `total` row), whatever the grouping.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from flower.agent.usage import message_cost
-from flower.report.entries import api_messages, message_of, usage_of
-from flower.report.rundata import RunData
+from flower.report.entries import api_messages, dedupe_across, message_of, usage_of
+from flower.report.rundata import RunData, row_sessions
 
-__all__ = ["BY", "Bucket", "breakdown", "breakdown_json", "worker_types"]
+__all__ = ["BY", "Attempts", "Bucket", "attempts", "breakdown", "breakdown_json", "step_of", "worker_types"]
 
 By = Literal["worker", "model", "day", "step"]
 BY: tuple[By, ...] = ("worker", "model", "day", "step")
@@ -61,47 +69,88 @@ def worker_types(data: RunData) -> dict[str, str]:
     return found
 
 
-def _step_of(timestamp: str | None, steps: Sequence[Mapping[str, Any]]) -> str:
-    if timestamp:  # the latest step that had started by then (steps of one session follow each other)
-        for row in reversed(steps):
-            start, end = row.get("started"), row.get("ended")
-            if isinstance(start, str) and isinstance(end, str) and start[:23] <= timestamp[:23] <= end[:23]:
-                return str(row.get("step"))
-    return "-"
+Attempts = dict[str, list[tuple[str, str]]]
+"""Session id -> `(started, step label)` of each start or resume of it, in time order."""
 
 
-def _threads(data: RunData) -> Iterable[tuple[str, list[Any]]]:
+def attempts(data: RunData) -> Attempts:
+    """Which step each session worked for and from when: the manifest's session rows; a session they do not
+    name gets its step rows' (a run recorded before session rows existed)."""
+    found: Attempts = {}
+    for row in data.started:
+        found.setdefault(row["session_id"], []).append((str(row.get("started") or ""), row["step"]))
+    recorded = set(found)
+    for row in data.steps:
+        for session in row_sessions(row):
+            if session not in recorded:
+                found.setdefault(session, []).append((str(row.get("started") or ""), str(row.get("step"))))
+    return {session: sorted(rows, key=lambda r: r[0]) for session, rows in found.items()}
+
+
+def step_of(session: str, timestamp: str | None, known: Attempts) -> str:
+    """The step a message of `session` stamped `timestamp` was made for (module docstring)."""
+    rows = known.get(session)
+    if not rows:
+        return f"session {session[:8]}"
+    step = rows[0][1]
+    for started, label in rows[1:]:
+        if timestamp and started and started[:23] <= timestamp[:23]:  # both UTC ISO 8601, milliseconds
+            step = label
+    return step
+
+
+def _threads(data: RunData) -> Iterable[tuple[str, str, list[Any]]]:
+    """(worker, session, entries) of every transcript, each API message once; sessions in the order they
+    started, so a fork's copies count under its parent."""
     types = worker_types(data)
-    for entries in data.main.values():
-        yield "main", list(entries)
-    for label, entries in data.subagents.items():
+    first = {session: rows[0][0] for session, rows in attempts(data).items()}
+    order = sorted(data.main, key=lambda s: (s not in first, first.get(s, "")))
+    unique = dedupe_across({**{s: data.main[s] for s in order},
+                            **{f"\0{label}": entries for label, entries in data.subagents.items()}})
+    for session in order:
+        yield "main", session, list(unique[session])
+    for label in data.subagents:
         agent = label.rsplit("/", 1)[-1]
-        yield types.get(agent, "subagent"), list(entries)
+        yield types.get(agent, "subagent"), data.parents.get(label, ""), list(unique[f"\0{label}"])
 
 
 def breakdown(data: RunData, by: By) -> list[Bucket]:
     """Buckets in a stable order (worker: main first; day and step: by time; model: by cost), then `total`."""
     buckets: dict[str, Bucket] = {}
     total = Bucket("total")
-    for worker, entries in _threads(data):
+    known = attempts(data) if by == "step" else {}
+    begun: dict[str, str] = {}
+    for worker, session, entries in _threads(data):
         for _, entry in api_messages(entries):
             message = message_of(entry) or {}
             model = message.get("model") if isinstance(message.get("model"), str) else None
             stamp = entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else None
-            key = {"worker": worker, "model": model or "?", "day": (stamp or "?")[:10],
-                   "step": _step_of(stamp, data.steps)}[by]
+            key = step_of(session, stamp, known) if by == "step" else \
+                {"worker": worker, "model": model or "?", "day": (stamp or "?")[:10]}[by]
             usage = usage_of(entry)
             buckets.setdefault(key, Bucket(key)).add(model, usage)
             total.add(model, usage)
+            begun[key] = min(begun.get(key, "~"), stamp or "~")
     rows = list(buckets.values())
     if by == "model":
         rows.sort(key=lambda b: -b.cost_usd)
     elif by == "day":
         rows.sort(key=lambda b: b.key)
     elif by == "step":
-        order = list(dict.fromkeys(str(r.get("step")) for r in data.steps))
-        rows.sort(key=lambda b: order.index(b.key) if b.key in order else len(order))
+        rows.sort(key=lambda b: _in_time(b.key, begun))
     return [*rows, total]
+
+
+_ITEM = re.compile(r"^(?P<step>.*?)\[(?P<index>\d+)\]")
+
+
+def _in_time(label: str, begun: Mapping[str, str]) -> tuple[str, int, str]:
+    """Steps by their first message; a fan-out's items together, in item order (they start at once)."""
+    item = _ITEM.match(label)
+    if item is None:
+        return begun[label], -1, begun[label]
+    group = [begun[k] for k in begun if (m := _ITEM.match(k)) is not None and m["step"] == item["step"]]
+    return min(group), int(item["index"]), begun[label]
 
 
 def breakdown_json(buckets: Sequence[Bucket], by: By) -> dict[str, Any]:

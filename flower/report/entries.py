@@ -21,6 +21,7 @@ __all__ = [
     "add_usage",
     "api_messages",
     "cost_state",
+    "dedupe_across",
     "fallbacks",
     "is_reply",
     "keyed_replies",
@@ -177,6 +178,19 @@ def tool_uses(entries: Iterable[Entry]) -> dict[str, str]:
 
 def keyed_replies(entries: Sequence[Entry]) -> list[tuple[str, Entry]]:
     return [(message_key(e, i), e) for i, e in enumerate(entries) if is_reply(e)]
+
+
+def dedupe_across(transcripts: Mapping[str, Sequence[Entry]]) -> dict[str, list[Entry]]:
+    """Each transcript without the replies an earlier one already holds (a fork copies its parent's history,
+    ids and all): every API message counts once, for the first transcript that has it. Only a message's own
+    id (or request id) matches across transcripts; an entry with neither is its transcript's own."""
+    seen: set[str] = set()
+    out: dict[str, list[Entry]] = {}
+    for name, entries in transcripts.items():
+        keys = {id(entry): key for key, entry in keyed_replies(entries) if not key.startswith("#entry-")}
+        out[name] = [e for e in entries if id(e) not in keys or keys[id(e)] not in seen]
+        seen.update(keys.values())
+    return out
 
 
 def last_model(entries: Iterable[Entry]) -> str | None:

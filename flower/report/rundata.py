@@ -6,8 +6,9 @@ and lives in `flower.report.analysis` / `flower.report.preview`.
 
 Invariants:
 - Opening a store for reading never creates one: a missing SQLite file is a `StoreError` naming it.
-- Sessions come in manifest order (each step's retired generations, then its session), then any other main
-  session of the same projects in the run dir's own store, oldest first.
+- Sessions come in manifest order (each step's retired generations, then its session), then those of the
+  manifest's session rows no step row names (a killed process's), then any other main session of the same
+  projects in the run dir's own store, oldest first.
 - Main and subagent transcripts come from the store's key structure: the main key has no subpath, each
   subagent is a subkey (`subagents/agent-<id>`).
 - The workbench is the one the manifest names; when it names none, `<workspace>/.flower` with the
@@ -27,7 +28,7 @@ import anyio
 from claude_agent_sdk.types import SessionKey, SessionStore
 
 from flower.errors import ConfigError
-from flower.runtime.steps import read_manifest
+from flower.runtime.steps import read_manifest, read_session_rows
 from flower.stores.jsonl import decode_line
 from flower.stores.opening import (  # re-exported: the readers' one way to open a store
     StoreReader,
@@ -47,7 +48,9 @@ __all__ = [
     "load_session",
     "open_store",
     "read_manifest",
+    "read_session_rows",
     "resolve_session",
+    "row_sessions",
     "session_rows",
     "strip_listing",
 ]
@@ -67,7 +70,8 @@ def last_session(run_dir: Path, workspace: Path, agent: str) -> str | None:
     return None
 
 
-def _row_sessions(row: Mapping[str, Any]) -> list[str]:
+def row_sessions(row: Mapping[str, Any]) -> list[str]:
+    """The sessions a step row names: its retired generations, then its last."""
     retired = row.get("retired")
     ids = [*(retired if isinstance(retired, list) else []), row.get("session_id")]
     return [s for s in ids if isinstance(s, str) and s]
@@ -80,11 +84,15 @@ class RunData:
     label: str
     run_dir: Path | None
     steps: list[dict[str, Any]]
+    started: list[dict[str, Any]] = field(default_factory=list)
+    """The manifest's session rows: each session (and each resume of one) as it started, with its step."""
     main: dict[str, list[Entry]] = field(default_factory=dict)
     """Main transcripts by session id, in run order."""
     keys: dict[str, SessionKey] = field(default_factory=dict)
     subagents: dict[str, list[Entry]] = field(default_factory=dict)
     """Subagent transcripts by agent id."""
+    parents: dict[str, str] = field(default_factory=dict)
+    """The main session each subagent transcript (by its key in `subagents`) is stored under."""
     retired: set[str] = field(default_factory=set)
     workspace: Path | None = None
     workbench_root: Path | None = None
@@ -114,9 +122,9 @@ def _add_session(data: RunData, store: StoreReader, session: str) -> bool:
     data.keys[session] = key.copy()
     data.main[session] = _load_key(store, key.copy())
     for subpath in anyio.run(store.list_subkeys, key.copy()):
-        data.subagents[_agent_label(subpath, data.subagents, session)] = _load_key(
-            store, {**key, "subpath": subpath}
-        )
+        label = _agent_label(subpath, data.subagents, session)
+        data.subagents[label] = _load_key(store, {**key, "subpath": subpath})
+        data.parents[label] = session
     return True
 
 
@@ -186,7 +194,7 @@ def _finish(data: RunData) -> RunData:
     _locate_workbench(data)
     data.spill_log = _read_spill_log(data.workbench_root)
     loaded = set(data.main)
-    rows = [row for row in data.steps if _row_sessions(row) and set(_row_sessions(row)) <= loaded]
+    rows = [row for row in data.steps if row_sessions(row) and set(row_sessions(row)) <= loaded]
     costs = [row["cost_usd"] for row in rows if isinstance(row.get("cost_usd"), (int, float))]
     data.cost_usd = float(sum(costs)) if costs else None
     for row in data.steps:
@@ -199,11 +207,14 @@ def load_run(run_dir: Path, store: StoreReader, *, own_store: bool) -> RunData:
     missing from the manifest, e.g. of a killed process, are included too)."""
     if not run_dir.is_dir():
         raise ConfigError(f"run dir {run_dir} is not a directory")
-    data = RunData(str(run_dir), run_dir, read_manifest(run_dir))
+    data = RunData(str(run_dir), run_dir, read_manifest(run_dir), read_session_rows(run_dir))
     for row in data.steps:
-        for session in _row_sessions(row):
+        for session in row_sessions(row):
             if session not in data.main:
                 _add_session(data, store, session)
+    for started in data.started:  # sessions whose step never ended (a killed process's)
+        if started["session_id"] not in data.main:
+            _add_session(data, store, started["session_id"])
     if own_store:
         _locate_workbench(data)
         for session in _other_sessions(store, data):
@@ -225,7 +236,7 @@ def resolve_session(store: SessionStore, ref: str, run_dir: Path | None = None, 
         return ref
     steps = read_manifest(run_dir) if run_dir is not None and run_dir.is_dir() else []
     data = RunData("sessions", run_dir, steps, workspace=workspace)
-    known = {s for row in steps for s in _row_sessions(row)}
+    known = {s for row in steps for s in row_sessions(row)}
     for project in _project_keys(store, data):
         known.update(item["session_id"] for item in anyio.run(store.list_sessions, project))
     matches = sorted(s for s in known if s.startswith(ref))
@@ -244,7 +255,9 @@ def load_session(session: str, store: StoreReader, run_dir: Path | None) -> RunD
     unique prefix of the id."""
     session = resolve_session(store, session, run_dir)
     rows = read_manifest(run_dir) if run_dir is not None and run_dir.is_dir() else []
-    data = RunData(session, run_dir, [row for row in rows if session in _row_sessions(row)])
+    started = [row for row in read_session_rows(run_dir if run_dir is not None and run_dir.is_dir() else None)
+               if row["session_id"] == session]
+    data = RunData(session, run_dir, [row for row in rows if session in row_sessions(row)], started)
     if not _add_session(data, store, session):
         raise ConfigError(f"unknown session {session} in {_describe(store)}")
     return _finish(data)
@@ -260,7 +273,7 @@ def session_rows(store: StoreReader, run_dir: Path | None, workspace: Path | Non
     steps = read_manifest(run_dir) if run_dir is not None and run_dir.is_dir() else []
     data = RunData("sessions", run_dir, steps, workspace=workspace)
     for row in steps:
-        for session in _row_sessions(row):
+        for session in row_sessions(row):
             key = store.find_session(session)
             if key is not None:
                 data.keys[session] = key.copy()
@@ -268,7 +281,7 @@ def session_rows(store: StoreReader, run_dir: Path | None, workspace: Path | Non
     for project in _project_keys(store, data):
         for item in anyio.run(store.list_sessions, project):
             sid = item["session_id"]
-            step = next((r for r in steps if sid in _row_sessions(r)), None)
+            step = next((r for r in steps if sid in row_sessions(r)), None)
             rows.append(
                 {
                     "session_id": sid,

@@ -242,7 +242,10 @@ def print_breakdown(console: Console, buckets: Sequence[Any], by: str, *, label:
     rows: list[list[str | Text]] = [
         [_t(b.key), f"{b.messages:,}", k(b.input), k(b.cache_read), k(b.cache_write), k(b.output),
          f"${b.cost_usd:,.4f}"] for b in buckets]
+    caption = "each API message once, priced as the CLI prices it"
+    if by == "step" and any(b.key.startswith("session ") for b in buckets):
+        caption += "; `session <id>`: a session the manifest names no step for"
     console.print(Text(f"flower report: {sanitize(label)}", style="bold"), overflow="fold")
     for table in number_tables(f"by {by}", headers, rows, numeric=[h != by for h in headers], width=console.width,
-                               caption="each API message once, priced as the CLI prices it"):
+                               caption=caption):
         console.print(table)

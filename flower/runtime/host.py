@@ -56,6 +56,7 @@ class Host(Protocol):
     workbench: Workbench | None
     placement: Placement
     run_dir: Path
+    run_id: str
     _steering: Steering
     _boundary: list[Callable[[], None]]
 

@@ -50,7 +50,7 @@ from flower.runtime.outcome import Outcome
 from flower.runtime.refresh import RefreshPolicy
 from flower.runtime.resilience import RetryPolicy, endpoint_of
 from flower.runtime.session import Session
-from flower.runtime.steps import StepResult, append_manifest, read_manifest
+from flower.runtime.steps import StepResult, append_manifest, now, read_manifest
 from flower.runtime.stream import EventStream
 from flower.runtime.tally import Tally
 from flower.runtime.tracing import traced
@@ -66,10 +66,6 @@ if TYPE_CHECKING:
 __all__ = ["Runtime", "StepResult", "append_manifest"]
 
 _FIELDS = frozenset(f.name for f in fields(RuntimeConfig))
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")  # orders steps finer than a second
 
 
 def _policy(value: bool | Any, default: Any) -> Any:
@@ -167,7 +163,7 @@ class Runtime:
         fork = fork or resume_at is not None
         spec = self.config.apply(spec)  # the config's model where the spec names none; its budget caps
         name = step_name or spec.name
-        started, clock = _now(), time.monotonic()
+        started, clock = now(), time.monotonic()
         self._steering.note = None  # an interrupt that arrived after the last step ended is void
         check_isolation(spec, self.workspace)
         if self.workbench is not None:
@@ -188,7 +184,7 @@ class Runtime:
             errors=tuple(tally.errors), attempts=tally.attempts, resumed=resume is not None,
             retired=tuple(tally.retired), handoffs=tuple(tally.handoffs), refreshes=tally.refreshes,
             context=meter.current,
-            contexts=tuple(meter.per_message[meter.seeded :]), retries=tuple(tally.retries), started=started, ended=_now(),
+            contexts=tuple(meter.per_message[meter.seeded :]), retries=tuple(tally.retries), started=started, ended=now(),
             duration=round(time.monotonic() - clock, 3), tool_errors=tally.tool_errors,
             tool_error_samples=tuple(tally.tool_error_samples), usage=dict(tally.usage),
             fallbacks=tuple(tally.fallbacks),

@@ -6,7 +6,8 @@ type has its own handler; `run()` returns the frozen `Outcome` the step loop dec
 
 Invariants:
 - The session id is captured from the first message that carries it (the init frame's, before the first
-  API reply) and announced at once, so a workflow can record it.
+  API reply) and announced at once, so a workflow can record it; the manifest gets a session row then (a
+  resumed session's before its message is sent) naming the step, which `flower report --by step` reads.
 - Only the main thread's context counts toward a handoff, each API message once. When it crosses the
   threshold, the PostToolUse hook stops the turn at the next tool boundary and the same session writes
   the handoff in an exempt round; a turn that ended by itself finished its work and hands over later.
@@ -46,7 +47,7 @@ from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput
 
 from flower import texts
 from flower.agent.events import Event, emit, to_events
-from flower.errors import ConfigError, StoredDataError, UnsafePathError
+from flower.errors import ConfigError, StoredDataError, StoreError, UnsafePathError
 from flower.runtime import child
 from flower.runtime.control import Tasks
 from flower.runtime.handoff import degraded_handoff, parse_handoff
@@ -60,6 +61,7 @@ from flower.runtime.resilience import (
     usage_limit_reset,
     worker_cut_off,
 )
+from flower.runtime.steps import now, record_session
 from flower.stores.backfill import backfill, projects_dir
 from flower.util.oneline import first_line, one_line
 
@@ -131,6 +133,8 @@ class Session:
             client = ClaudeSDKClient(options)
             await client.connect()
             runtime._steering.attach(client)
+            if self.resume is not None and not self.fork:
+                self._record_start(self.resume)
             await client.query(message)
             await self._receive(client, generations)
             # A turn that ended by itself finished its work: no handoff now. A later step resuming this
@@ -162,6 +166,17 @@ class Session:
             if spawn is not None:
                 child.forget(spawn.record)
         return self.outcome()
+
+    def _record_start(self, session: str) -> None:
+        """The manifest's session row: which step this session (or this resume of it) works for."""
+        row = {"run_id": self.runtime.run_id, "step": self.step.name, "session_id": session,
+               "resumed": self.resume is not None and not self.fork, "forked_from": self.resume if self.fork else None,
+               "started": now()}
+        try:
+            record_session(self.runtime.run_dir, row)
+        except StoreError as exc:  # the step's own row at its end reports a manifest that cannot be written
+            emit(self.step.on_event, Event("error", f"session {session}: {exc}",
+                                           payload={"subtype": "manifest", "session_id": session}))
 
     def outcome(self) -> Outcome:
         kind = outcome_kind(interrupted=self.interrupted, stale=self.refresh, handoff=self.handoff,
@@ -239,6 +254,7 @@ class Session:
         if self.session_id is None:
             self.session_id = getattr(msg, "session_id", None) or _init_session(msg)
             if self.session_id is not None:
+                self._record_start(self.session_id)
                 emit(self.step.on_event, Event("system", "session", payload={"subtype": "session",
                                                                              "session_id": self.session_id}))
         self.tasks.track(msg)

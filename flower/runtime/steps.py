@@ -1,7 +1,12 @@
-"""What a step leaves behind: its `StepResult`, and a row in the run's manifest (L-2).
+"""What a step leaves behind: its `StepResult`, and rows in the run's manifest (L-2).
 
-Invariant: `append_manifest` never loses a row to a parallel writer (read-modify-write under an exclusive
-file lock, atomic replace) and never drops what is stored (an unreadable manifest is kept aside).
+The manifest (`run_dir/manifest.json`) holds two lists: `steps`, one row per finished step, and `sessions`,
+one row per session the instant it starts (or is resumed), naming the step label it belongs to (a fan-out
+item's `step[i]`, a round's `step#round2`), so a session whose step never ended still has its step.
+
+Invariant: `append_manifest` and `record_session` never lose a row to a parallel writer (read-modify-write
+under an exclusive file lock, atomic replace) and never drop what is stored (an unreadable manifest is kept
+aside).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +25,7 @@ from flower.errors import ConfigError, StoreError
 from flower.util.confined import replace_text
 from flower.util.rundir import checked_path
 
-__all__ = ["StepResult", "append_manifest", "read_manifest"]
+__all__ = ["StepResult", "append_manifest", "now", "read_manifest", "read_session_rows", "record_session"]
 
 
 @dataclass(frozen=True)
@@ -73,27 +79,44 @@ class StepResult:
     """Each time the CLI switched to the spec's fallback model: `model`, `fallback_model`, `trigger`."""
 
 
+def now() -> str:
+    """The time manifest rows carry: UTC, ISO 8601, in milliseconds (orders steps finer than a second)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
 def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
-    """Add one row to `run_dir/manifest.json`: read-modify-write under an exclusive file lock, atomic
+    """Add one step row to `run_dir/manifest.json`: read-modify-write under an exclusive file lock, atomic
     replace, so parallel processes never lose each other's rows and a crash never leaves half a file. A disk
     that is full (or any other OS error) is one `StoreError` naming the file; the old manifest stays whole."""
+    _append(run_dir, "steps", row)
+
+
+def record_session(run_dir: Path, row: Mapping[str, Any]) -> None:
+    """Add one session row (`run_id`, `step`, `session_id`, `resumed`, `forked_from`, `started`) to the
+    manifest's `sessions`, as `append_manifest` adds a step row."""
+    _append(run_dir, "sessions", row)
+
+
+def _append(run_dir: Path, key: str, row: Mapping[str, Any]) -> None:
     path = checked_path(run_dir / "manifest.json", run_dir)
     try:
         with FileLock(checked_path(run_dir / ".manifest.lock", run_dir)):
             try:
                 data = json.loads(path.read_text()) if path.exists() else {"steps": []}
             except ValueError:
+                data = None
+            if not isinstance(data, dict) or not isinstance(data.get("steps", []), list) \
+                    or not isinstance(data.get(key, []), list):
                 # Never drop what is stored: keep the unreadable file beside the new one.
                 path.replace(path.with_name(f"manifest.unreadable-{int(time.time())}.json"))
                 data = {"steps": []}
-            data["steps"].append(dict(row))
+            data.setdefault(key, []).append(dict(row))
             replace_text(path, json.dumps(data, indent=1, ensure_ascii=False))  # a fresh temp file, never planted
     except OSError as exc:
         raise StoreError(f"cannot write the run's manifest {path}: {exc.strerror or exc}") from None
 
 
-def read_manifest(run_dir: Path | None) -> list[dict[str, Any]]:
-    """The manifest's step rows; [] when the run dir has no manifest."""
+def _manifest_list(run_dir: Path | None, key: str) -> list[dict[str, Any]]:
     if run_dir is None:
         return []
     path = run_dir / "manifest.json"
@@ -103,7 +126,18 @@ def read_manifest(run_dir: Path | None) -> list[dict[str, Any]]:
         return []
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the manifest {path}: {exc}") from None
-    rows = data.get("steps") if isinstance(data, Mapping) else data
+    rows = data.get(key, []) if isinstance(data, Mapping) else data if key == "steps" else []
     if not isinstance(rows, list):
-        raise ConfigError(f"{path} is not a flower manifest (no list of steps)")
+        raise ConfigError(f"{path} is not a flower manifest (no list of {key})")
     return [dict(row) for row in rows if isinstance(row, Mapping)]
+
+
+def read_manifest(run_dir: Path | None) -> list[dict[str, Any]]:
+    """The manifest's step rows; [] when the run dir has no manifest."""
+    return _manifest_list(run_dir, "steps")
+
+
+def read_session_rows(run_dir: Path | None) -> list[dict[str, Any]]:
+    """The manifest's session rows (each session as it started or was resumed, with its step); [] when none."""
+    return [row for row in _manifest_list(run_dir, "sessions")
+            if isinstance(row.get("session_id"), str) and row["session_id"] and isinstance(row.get("step"), str)]

@@ -7,11 +7,12 @@
         ...  # run the real CLI through the SDK
     # leaving the block raises ScriptError on violations, exhaustion or unused steps
 
-See docs/testing.md for the whole surface.
+`go_script` scripts a whole `flower go` (docs/go.md). See docs/testing.md for the whole surface.
 """
 
 from __future__ import annotations
 
+from flower.testing.go import GoRound, go_dispatch, go_script
 from flower.testing.replies import (
     Drop,
     Error,
@@ -36,6 +37,7 @@ __all__ = [
     "Collected",
     "Drop",
     "Error",
+    "GoRound",
     "Reply",
     "Request",
     "ScriptedAPI",
@@ -47,6 +49,8 @@ __all__ = [
     "api_error",
     "cli_env",
     "collect",
+    "go_dispatch",
+    "go_script",
     "prompt_too_long",
     "request_problems",
     "text",

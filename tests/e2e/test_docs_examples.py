@@ -34,7 +34,7 @@ def _run(block: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
                           env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
 
 
-@pytest.mark.parametrize("guide", ["testing.md", "runtime.md", "rewind.md"])
+@pytest.mark.parametrize("guide", ["testing.md", "runtime.md", "rewind.md", "go.md"])
 def test_first_example_runs(tmp_path: Path, guide: str) -> None:
     blocks = _blocks(guide)
     assert blocks, f"docs/{guide} has no python block"

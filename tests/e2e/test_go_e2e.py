@@ -7,46 +7,50 @@ rejects round one and accepts round two; the bequest lands in CLAUDE.md and AGEN
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from flower.go.bequest import BEGIN
-from flower.testing import ScriptedAPI, text, tool_use
+from flower.go.bequest import BEGIN, Bequest
+from flower.human.documents import Brief, Goal, Verdict
+from flower.testing import GoRound, ScriptedAPI, go_dispatch, go_script, text, tool_use
 from tests.support.ptykit import Term
 
 pytestmark = pytest.mark.e2e
 
 REQUEST = "make the CSV importer handle quoted newlines"
-BRIEF = ("## Goal\nThe importer reads quoted newlines.\n## Acceptance criteria\n- impl.txt says two\n"
-         "## Bounds\nNothing else changes.\n## Unknowns and assumptions\nRFC 4180 quoting, as answered.\n")
-GOAL = "## Goal\nQuoted newlines import.\n## Checks\n- impl.txt says two\n"
-BEQUEST = ("## What this is\nA CSV importer that reads quoted newlines.\n## Acceptance\nAll checks met.\n"
-           "## Generated files\nNone.\n## Dead ends\nRound one wrote the wrong value.\n"
-           "## Workbench\n.flower/: read notes/brief.md first.\n")
+BRIEF = Brief(goal="The importer reads quoted newlines.", acceptance="- impl.txt says two",
+              bounds="Nothing else changes.", unknowns="RFC 4180 quoting, as answered.")
+GOAL = Goal("Quoted newlines import.", ("impl.txt says two",))
+BEQUEST = Bequest(what="A CSV importer that reads quoted newlines.", acceptance="All checks met.",
+                  generated="None.", dead_ends="Round one wrote the wrong value.",
+                  workbench=".flower/: read notes/brief.md first.")
+TASK = "change impl.txt"
 
 
-def _dispatch(marker: str) -> dict[str, object]:
-    return {"description": "fix the importer", "prompt": f"{marker}: change impl.txt", "subagent_type": "coder",
-            "run_in_background": False}
+def report_by_step(env: dict[str, str], workspace: Path) -> dict[str, object]:
+    shown = subprocess.run([sys.executable, "-m", "flower", "report", "runs", "--by", "step", "--json"],
+                           cwd=workspace, env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    data: dict[str, object] = json.loads(shown.stdout)
+    return data
 
 
 def test_go_clarifies_sets_a_goal_is_judged_twice_and_bequeaths(
     scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
 ) -> None:
     scripted_api.script(
-        [
-            tool_use("mcp__human__ask", {"question": "Which quoting rules?", "options": ["RFC 4180", "Excel"]}),
-            text(BRIEF),
-            text(GOAL),
-            tool_use("Agent", _dispatch("CODE-ONE")),
-            text("round one done"),
-            text("## Verdict\nnot yet\n## Reason\nimpl.txt says one.\n## Failed\n- impl.txt says two\n"),
-            tool_use("Agent", _dispatch("CODE-TWO")),
-            text("round two done"),
-            text("## Verdict\nachieved\n## Reason\nimpl.txt says two.\n"),
-            text(BEQUEST),
-        ],
+        go_script(
+            asks=[("Which quoting rules?", ["RFC 4180", "Excel"])], brief=BRIEF, goal=GOAL, bequest=BEQUEST,
+            rounds=[GoRound([go_dispatch("CODE-ONE", TASK), text("round one done")],
+                            Verdict("not_yet", "impl.txt says one.", ("impl.txt says two",))),
+                    GoRound([go_dispatch("CODE-TWO", TASK), text("round two done")],
+                            Verdict("achieved", "impl.txt says two."))],
+        ),
         subagents={
             "CODE-ONE": [tool_use("Bash", {"command": "echo one > impl.txt"}), text("wrote one")],
             "CODE-TWO": [tool_use("Bash", {"command": "echo two > impl.txt"}), text("wrote two")],
@@ -79,12 +83,15 @@ def test_go_clarifies_sets_a_goal_is_judged_twice_and_bequeaths(
     assert "A CSV importer that reads quoted newlines." in agents
     assert claude[claude.index(BEGIN):] == agents  # the same block in both files
 
+    # Every session lands in its step's row (the judge's, the round's, the forked bequest's), each reply once.
+    report = report_by_step(env, workspace)
+    assert {row["step"]: row["messages"] for row in report["rows"]} == {  # type: ignore[index, union-attr]
+        "clarify": 2, "goal": 1, "work": 4, "work:judge#1": 1, "work#round2": 4, "work:judge#2": 1, "bequest": 1}
+    assert report["total"]["messages"] == len(scripted_api.requests)  # type: ignore[index]
+
 
 @pytest.mark.parametrize("flag", [["--timeout", "inf"], ["--timeout", "nan"], ["--budget", "0"]])
 def test_go_refuses_impossible_values_in_one_line(tmp_path: Path, workspace: Path, flag: list[str]) -> None:
-    import subprocess
-    import sys
-
     ran = subprocess.run([sys.executable, "-m", "flower", "go", "-w", str(workspace), *flag, "x"],
                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ANTHROPIC_API_KEY": "x"})
@@ -92,9 +99,6 @@ def test_go_refuses_impossible_values_in_one_line(tmp_path: Path, workspace: Pat
 
 
 def test_go_on_a_pipe_without_a_request_is_one_line(tmp_path: Path, workspace: Path) -> None:
-    import subprocess
-    import sys
-
     ran = subprocess.run([sys.executable, "-m", "flower", "go", "-w", str(workspace)], capture_output=True,
                          text=True, stdin=subprocess.DEVNULL, timeout=120,
                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ANTHROPIC_API_KEY": "x"})
@@ -111,7 +115,7 @@ def test_go_wakes_a_killed_run_appends_the_new_sentence_and_resumes_the_work_ses
 
     started = workspace / "worker-started"
     scripted_api.script(
-        [text(BRIEF), text(GOAL), tool_use("Agent", _dispatch("CODE-SLOW"))],
+        [*go_script(brief=BRIEF, goal=GOAL), go_dispatch("CODE-SLOW", TASK)],  # killed in round one
         subagents={"CODE-SLOW": [tool_use("Bash", {"command": f"touch {started} && python3 -c 'import time; "
                                                            "time.sleep(120)'"})]},
     )
@@ -127,13 +131,13 @@ def test_go_wakes_a_killed_run_appends_the_new_sentence_and_resumes_the_work_ses
     first.child.close(force=True)
     work_session = scripted_api.main_requests[-1]
 
-    scripted_api.script([
-        text(GOAL.replace("impl.txt says two", "impl.txt says two and CRLF is handled")),  # the re-derived goal
-        tool_use("mcp__human__inbox", {}),
-        text("round one done after the restart"),
-        text("## Verdict\nachieved\n## Reason\nAll checks hold.\n"),
-        text(BEQUEST),
-    ])
+    scripted_api.script(go_script(
+        brief=None,  # the brief is on disk: clarify is done
+        goal=replace(GOAL, checks=("impl.txt says two and CRLF is handled",)),  # the re-derived goal
+        rounds=[GoRound([tool_use("mcp__human__inbox", {}), text("round one done after the restart")],
+                        Verdict("achieved", "All checks hold."))],
+        bequest=BEQUEST,
+    ))
     second = Term(["-m", "flower", "go", "also handle CRLF"], cwd=workspace, env=env, timeout=240)
     second.expect("= run ")
     assert second.wait_exit() == 0, second.seen[-2000:]
@@ -148,6 +152,12 @@ def test_go_wakes_a_killed_run_appends_the_new_sentence_and_resumes_the_work_ses
     assert "CODE-SLOW" in after[1].text and len(after[1].messages) > len(work_session.messages)
     assert "also handle CRLF" in after[2].result_text()  # and the coordinator's inbox delivered the sentence
 
+    # The killed process's sessions count for their steps too: no message is left without a step.
+    report = report_by_step(env, workspace)
+    rows = {row["step"]: row["messages"] for row in report["rows"]}  # type: ignore[index, union-attr]
+    assert set(rows) == {"clarify", "goal", "work", "work:judge#1", "bequest"}, rows
+    assert sum(rows.values()) == report["total"]["messages"] == len(scripted_api.requests)  # type: ignore[index]
+
 
 def test_ctrl_c_once_interrupts_with_a_remark_and_twice_stops_with_the_resume_command(
     scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
@@ -159,8 +169,8 @@ def test_ctrl_c_once_interrupts_with_a_remark_and_twice_stops_with_the_resume_co
     started = workspace / "worker-started"
     slow = {"command": f"touch {started} && python3 -c 'import time; time.sleep(120)'"}
     scripted_api.script(
-        [text(BRIEF), text(GOAL), tool_use("Agent", _dispatch("CODE-SLOW")),
-         tool_use("Agent", _dispatch("CODE-SLOWER"))],
+        # --no-goal: clarify, then the work step dispatches (and, after the remark, dispatches again)
+        [*go_script(brief=BRIEF), go_dispatch("CODE-SLOW", TASK), go_dispatch("CODE-SLOWER", TASK)],
         subagents={"CODE-SLOW": [tool_use("Bash", slow)], "CODE-SLOWER": [tool_use("Bash", slow)]},
     )
     env = scripted_api.cli_env(tmp_path / "home")
@@ -193,16 +203,13 @@ def test_ctrl_c_once_interrupts_with_a_remark_and_twice_stops_with_the_resume_co
 def test_new_archives_the_brief_and_starts_over_on_a_pipe(
     scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
 ) -> None:
-    import subprocess
-    import sys
-
     env = scripted_api.cli_env(tmp_path / "home")
 
     def go(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "flower", "go", "--clarify-only", *args], cwd=workspace,
                               env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=180)
 
-    scripted_api.script([text(BRIEF)])
+    scripted_api.script(go_script(brief=BRIEF))
     first = go(REQUEST)
     assert first.returncode == 0, first.stderr
     assert "\x1b" not in first.stdout and "= step clarify" in first.stdout  # plain lines on a pipe
@@ -212,7 +219,7 @@ def test_new_archives_the_brief_and_starts_over_on_a_pipe(
     refused = go("import TSV files too")  # a finished run's brief would silently stand in for the request
     assert refused.returncode == 1 and "start over with --new" in refused.stderr
     assert refused.stderr.count("\n") == 1
-    scripted_api.script([text(BRIEF.replace("RFC 4180 quoting", "Excel quoting"))])
+    scripted_api.script(go_script(brief=replace(BRIEF, unknowns="Excel quoting, as answered.")))
     second = go("--new", "import TSV files too")
     assert second.returncode == 0, second.stderr
     archived = list((notes / "archive").glob("*/brief.md"))
@@ -222,11 +229,7 @@ def test_new_archives_the_brief_and_starts_over_on_a_pipe(
 
 
 def test_json_prints_one_json_object_per_line(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
-    import json
-    import subprocess
-    import sys
-
-    scripted_api.script([text(BRIEF)])
+    scripted_api.script(go_script(brief=BRIEF))
     ran = subprocess.run([sys.executable, "-m", "flower", "go", "--json", "--clarify-only", REQUEST], cwd=workspace,
                          env=scripted_api.cli_env(tmp_path / "home"), capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, timeout=180)
@@ -238,10 +241,7 @@ def test_json_prints_one_json_object_per_line(scripted_api: ScriptedAPI, tmp_pat
 
 
 def test_budget_stops_cleanly_and_keeps_the_run(scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
-    import subprocess
-    import sys
-
-    scripted_api.handler = lambda request: text(BRIEF)  # every session gets a reply; the budget decides
+    scripted_api.handler = lambda request: text(BRIEF.prompt_block())  # every session gets a reply; the budget decides
     ran = subprocess.run([sys.executable, "-m", "flower", "go", "--budget", "0.001", REQUEST], cwd=workspace,
                          env=scripted_api.cli_env(tmp_path / "home"), capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, timeout=180)

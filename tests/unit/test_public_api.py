@@ -44,7 +44,16 @@ def test_every_public_name_is_exported() -> None:
     assert public | LAZY == set(flower.__all__), public ^ (set(flower.__all__) - LAZY)
 
 
-def test_testing_all_resolves() -> None:
+TESTING = [
+    "MAIN", "Collected", "Drop", "Error", "Reply", "Request", "ScriptedAPI", "Step", "Text", "Thinking", "ToolUse",
+    "Usage", "api_error", "cli_env", "collect", "prompt_too_long", "request_problems", "text", "thinking", "tool_use",
+    # scripting `flower go` (issue #28 item 7)
+    "GoRound", "go_dispatch", "go_script",
+]
+
+
+def test_testing_all_is_locked_and_resolves() -> None:
+    assert sorted(flower.testing.__all__) == sorted(TESTING)
     assert all(getattr(flower.testing, name) is not None for name in flower.testing.__all__)
 
 
