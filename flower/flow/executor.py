@@ -44,6 +44,9 @@ class Attempt:
     fork: bool = False
     resume_prompt: str | None = None
     """The prompt when the executor finds this very attempt's session already started (after a crash)."""
+    output_type: Any = None
+    """What the final reply must satisfy (`flower.agent.output`); the executor records its value as plain
+    JSON and `flower.flow.execution` types it again."""
 
 
 class _BranchBase(TypedDict):

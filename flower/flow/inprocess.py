@@ -79,7 +79,7 @@ class InProcessExecutor:
             if self.agent_runner is not None:
                 return await self.agent_runner(runtime, attempt)
             return await runtime.run(attempt.spec, attempt.prompt, step_name=attempt.label, resume=attempt.resume,
-                                     fork=attempt.fork, on_event=self.on_event)
+                                     fork=attempt.fork, on_event=self.on_event, output_type=attempt.output_type)
 
         result: StepResult = await self.checkpoint(f"agent:{attempt.label}", body)
         return result

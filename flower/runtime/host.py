@@ -41,6 +41,8 @@ class Step:
     """The main thread's context across the step's sessions."""
     tally: Tally
     on_event: OnEvent | None
+    output_type: Any = None
+    """What the final reply must satisfy (`flower.agent.output`), or None for prose."""
 
 
 class Host(Protocol):
@@ -78,6 +80,6 @@ class Host(Protocol):
     def _calibrate(self, error: str | None, meter: ContextMeter, on_event: OnEvent | None) -> None: ...
 
     def _options(self, spec: AgentSpec, resume: str | None, fork: bool,
-                 stop_hook: HookMatcher | None) -> ClaudeAgentOptions: ...
+                 stop_hook: HookMatcher | None, output_type: Any = None) -> ClaudeAgentOptions: ...
 
     async def _attempt(self, step: Step, message: str, resume: str | None, fork: bool) -> Outcome: ...

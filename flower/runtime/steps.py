@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 
+from flower.agent.output import json_value
 from flower.errors import StoreError
 from flower.util.confined import replace_text
 from flower.util.rundir import checked_path
@@ -38,6 +39,9 @@ class StepResult:
     """Summed likewise."""
     text: str
     """The main thread's prose of the last result."""
+    output: Any = None
+    """The typed value of the final reply when the step has an output type: an instance of the pydantic
+    model, or the JSON value for a schema (None without an output type, or when the step failed)."""
     error: str | None = None
     """Why the step failed, one line."""
     errors: tuple[str, ...] = ()
@@ -71,6 +75,12 @@ class StepResult:
     (`input_tokens`, `output_tokens`, `cache_read_input_tokens`, `cache_creation_input_tokens`)."""
     fallbacks: tuple[dict[str, str], ...] = ()
     """Each time the CLI switched to the spec's fallback model: `model`, `fallback_model`, `trigger`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as plain data: a typed output as JSON (manifest rows, `--json`)."""
+        data = asdict(replace(self, output=None))
+        data["output"] = json_value(self.output)
+        return data
 
 
 def append_manifest(run_dir: Path, row: Mapping[str, Any]) -> None:
