@@ -5,23 +5,32 @@ against the type's schema.
 - a valid reply: the typed value is the step's `output` and what the next step reads as `ctx[name]`;
 - an invalid reply, then a valid one: the CLI's schema error goes back to the same session once;
 - invalid twice, or no structured reply at all: the run fails with one line, and no third request is sent;
-- `Runtime.run(output_type=<JSON schema>)`: the value is the plain JSON, the manifest keeps it.
+- `Runtime.run(output_type=<JSON schema>)`: the value is the plain JSON, the manifest keeps it;
+- a typed step that hands over to a new generation: the last generation's reply is the output;
+- killed in the next step, the run continues in a new process with the typed value replayed from DBOS.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from pydantic import BaseModel
 
 from flower.agent.spec import AgentSpec
 from flower.cli import cli
 from flower.flow import engine
+from flower.runtime.handoff import HandoffPolicy
 from flower.runtime.runtime import Runtime
-from flower.testing import ScriptedAPI, structured, text
+from flower.testing import ScriptedAPI, Usage, structured, text, tool_use
+from flower.util.loader import import_file
+from tests.support.flowproc import SLEEP, finish, flower, outputs, runs_json, wait_for_request
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -41,6 +50,13 @@ wf = Workflow([
 ], name="typed")
 """
 GOOD = {"files": 2, "names": ["a.txt", "b.txt"]}
+
+
+class Count(BaseModel):
+    files: int
+    names: list[str]
+
+
 
 
 @pytest.fixture(autouse=True)
@@ -124,3 +140,64 @@ async def test_runtime_run_takes_a_json_schema(scripted_api: ScriptedAPI, tmp_pa
     result = await rt.run(spec, "pass or fail?", output_type=schema)
     assert result.ok and result.output == {"verdict": "pass"}, result.error
     assert "must be equal to one of the allowed values" in scripted_api.requests[1].result_text()
+
+
+CRASH_FLOW = FLOWS.replace('''    Step("use",''', '''    Step("wait", AgentSpec(name="waiter", instructions="You wait.", allowed_tools=["Bash"]), "WAIT-STEP"),
+    Step("use",''')
+
+
+def test_the_typed_output_is_checkpointed_and_typed_again_after_a_crash(
+        scripted_api: ScriptedAPI, tmp_path: Path) -> None:
+    """DBOS records the typed step like any other: killed in the next step, the same command in a new process
+    replays it without a request, and the step after reads the model instance again; `flower runs`, which
+    never loads the workflow file, still reads the attempt's cost."""
+    (tmp_path / "flows.py").write_text(CRASH_FLOW)
+    env = scripted_api.cli_env(tmp_path / "home")
+    ws, run_dir = tmp_path / "ws", tmp_path / "runs"
+    ws.mkdir()
+    command = ("run", f"{tmp_path / 'flows.py'}:wf", "-w", str(ws), "-r", str(run_dir))
+    scripted_api.script([structured(GOOD), tool_use("Bash", {"command": SLEEP})])
+    child = flower(env, *command)
+    wait_for_request(scripted_api, "WAIT-STEP")
+    time.sleep(2.0)  # the Bash call is sleeping: the wait step is in flight
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+
+    restart = len(scripted_api.requests)
+    scripted_api.script([text("waited"), text("used")])
+    code, _, err = finish(flower(env, *command))
+    assert code == 0, err
+    after = scripted_api.requests[restart:]
+    assert not any("Count the files." in r.text for r in after)  # the typed step is replayed, not asked again
+    assert "USE: Count says 2 files: a.txt, b.txt." in after[-1].last_user_text()
+    (row,) = runs_json(env, run_dir)
+    assert (row["state"], row["done"], row["total"]) == ("finished", 3, 3)
+    costs = [step["cost_usd"] for step in json.loads((run_dir / "manifest.json").read_text())["steps"]]
+    assert row["cost_usd"] == pytest.approx(sum(costs[:1]) + sum(costs[-2:]), abs=1e-6)
+    import_file(tmp_path / "flows.py")  # the class the checkpoints name, loaded as the run's process loaded it
+    ctx = outputs(run_dir)
+    assert type(ctx["count"]).__name__ == "Count" and ctx["count"].model_dump() == GOOD
+
+
+HANDOFF_DOC = "## Doing\nCounting.\n## Decided\nCount by name.\n## Dead ends\nNone.\n## Next\n1. Finish.\n## Scene\nws/"
+
+
+async def test_a_typed_step_that_hands_over_gives_the_last_generation_s_output(
+        scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path) -> None:
+    """The CLI asks every query of a typed session for its structured output, the handoff round too: the value
+    the retiring session gives there is not the step's; the new generation's final reply is."""
+    scripted_api.script([
+        tool_use("Bash", {"command": "echo one"}, usage=Usage(input_tokens=40_000)),
+        tool_use("Bash", {"command": "echo two"}, usage=Usage(input_tokens=170_000)),
+        text(HANDOFF_DOC, usage=Usage(input_tokens=170_000)),
+        structured({"files": 0, "names": []}, usage=Usage(input_tokens=5_000)),  # asked for by the CLI
+        structured(GOOD, usage=Usage(input_tokens=5_000)),
+    ])
+    rt = Runtime(workspace, run_dir=tmp_path / "runs", env=scripted_api.cli_env(tmp_path / "home"),
+                 handoff=HandoffPolicy(window=200_000))
+    spec = AgentSpec(name="counter", instructions="You count.", allowed_tools=["Bash"])
+    result = await rt.run(spec, "count the files", output_type=Count)
+    assert result.ok and result.output == Count.model_validate(GOOD), result.error
+    assert len(result.handoffs) == 1 and len(result.retired) == 1
+    assert "[structured-output-enforce]" in scripted_api.requests[3].last_user_text()
+    assert "Continue from" in scripted_api.requests[4].last_user_text()
