@@ -13,18 +13,24 @@ Invariants:
 - The value the CLI accepted is validated once more by the type itself (`parse_output`), so a pydantic
   model's own validators hold too; the typed value is a model instance, or the plain JSON value for a schema.
 - `json_value` turns a typed value back into plain JSON (manifest rows, `--json`), never by `str()`.
+- A model used as a step's output type pickles (DBOS checkpoints) as its module, class name and data
+  (`checkpointable`): a process that has the class reads the instance back, any other process (`flower runs`,
+  which never loads the workflow's file) reads the plain data instead of failing.
 """
 
 from __future__ import annotations
 
+import copyreg
+import importlib
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from flower.errors import ConfigError
 from flower.util.oneline import first_line, one_line
 
-__all__ = ["OUTPUT_RETRIES_SPENT", "OUTPUT_RETRY_ENV", "OUTPUT_TOOL", "OutputType", "json_value", "output_env",
-           "output_format", "output_mismatch", "output_schema", "parse_output", "retyped"]
+__all__ = ["OUTPUT_RETRIES_SPENT", "OUTPUT_RETRY_ENV", "OUTPUT_TOOL", "OutputType", "checkpointable", "json_value",
+           "output_env", "output_format", "output_mismatch", "output_schema", "parse_output", "retyped"]
 
 OutputType = Any
 """A pydantic `BaseModel` subclass or a JSON schema mapping (checked by `output_schema`)."""
@@ -39,7 +45,7 @@ OUTPUT_RETRIES_SPENT = "error_max_structured_output_retries"
 """The subtype of the CLI's result when every attempt missed the schema."""
 
 
-def _is_model(value: Any) -> bool:
+def _is_model(value: Any) -> TypeGuard[type[Any]]:
     if not isinstance(value, type):
         return False
     from pydantic import BaseModel
@@ -122,6 +128,35 @@ def retyped(output_type: OutputType | None, value: Any) -> Any:
     if output_type is None or value is None or not _is_model(output_type) or isinstance(value, output_type):
         return value
     return parse_output(output_type, value)
+
+
+def checkpointable(output_type: OutputType | None) -> None:
+    """Make instances of a model output type pickle by module, class name and data (see the invariants)."""
+    if _is_model(output_type) and output_type not in copyreg.dispatch_table:
+        copyreg.pickle(output_type, _reduce_model)
+
+
+def _reduce_model(value: Any) -> tuple[Any, tuple[str, str, Any]]:
+    kind = type(value)
+    return _restore_model, (kind.__module__, kind.__qualname__, value.model_dump())
+
+
+def _restore_model(module: str, qualname: str, data: Any) -> Any:
+    """A pickled model instance: the instance when this process has its class, else its plain data."""
+    owner: Any = sys.modules.get(module)
+    if owner is None and not module.startswith("flower_target_"):  # a file target is only ever loaded by flower
+        try:
+            owner = importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - the class is not here: the data is
+            return data
+    for part in qualname.split("."):
+        owner = getattr(owner, part, None)
+    if not _is_model(owner):
+        return data
+    try:
+        return owner.model_validate(data)
+    except Exception:  # noqa: BLE001 - the class changed since: the data is still readable
+        return data
 
 
 def json_value(value: Any) -> Any:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from flower.agent.output import OutputType, output_schema
+from flower.agent.output import OutputType, checkpointable, output_schema
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError, FlowError
 from flower.walls.guard import HANDS_ON
@@ -101,6 +101,7 @@ class Step:
                 output_schema(self.output_type, f"step {self.name}: output_type")
             except ConfigError as exc:
                 raise FlowError(str(exc)) from None
+            checkpointable(self.output_type)
 
     @property
     def writes(self) -> bool:

@@ -174,6 +174,7 @@ def test_the_typed_output_is_checkpointed_and_typed_again_after_a_crash(
     assert (row["state"], row["done"], row["total"]) == ("finished", 3, 3)
     costs = [step["cost_usd"] for step in json.loads((run_dir / "manifest.json").read_text())["steps"]]
     assert row["cost_usd"] == pytest.approx(sum(costs[:1]) + sum(costs[-2:]), abs=1e-6)
+    assert outputs(run_dir)["count"] == GOOD  # a process without the class reads the plain data
     import_file(tmp_path / "flows.py")  # the class the checkpoints name, loaded as the run's process loaded it
     ctx = outputs(run_dir)
     assert type(ctx["count"]).__name__ == "Count" and ctx["count"].model_dump() == GOOD

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pickle
+import sys
+import types
+
 import pytest
 from pydantic import BaseModel, RootModel, field_validator
 
 from flower.agent.output import (
+    checkpointable,
     json_value,
     output_format,
     output_mismatch,
@@ -79,3 +84,19 @@ def test_the_mismatch_line_keeps_the_cli_s_last_error() -> None:
     assert output_mismatch(cli) == ("the reply did not match the output type after one retry: Output does not "
                                     "match required schema: /n: must be integer")
     assert output_mismatch("something else") == "the reply did not match the output type after one retry: something else"
+
+
+def test_a_checkpointed_instance_is_the_instance_where_its_class_is_and_its_data_elsewhere() -> None:
+    module = types.ModuleType("flower_target_0123456789abcdef")  # a workflow file, as the loader names it
+    exec("from pydantic import BaseModel\nclass Found(BaseModel):\n    files: int\n", module.__dict__)
+    found = module.__dict__["Found"]
+    found.__module__ = module.__name__
+    sys.modules[module.__name__] = module
+    try:
+        checkpointable(found)
+        stored = pickle.dumps({"count": found(files=2)})
+        assert pickle.loads(stored) == {"count": found(files=2)}
+    finally:
+        del sys.modules[module.__name__]
+    # a process that never loaded the workflow's file reads the data, and no error
+    assert pickle.loads(stored) == {"count": {"files": 2}}
