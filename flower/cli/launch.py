@@ -179,8 +179,8 @@ def run_json(run_id: str, results: Any, *, state: str, run_dir: Path, error: str
     sessions = [s for one in results for s in (*one.retired, one.session_id) if s]
     return json.dumps({
         "run_id": run_id, "state": state, "ok": state == "finished", "error": error,
-        "text": results[-1].text if results else "",
-        "output": results[-1].to_dict()["output"] if results else None, "cost_usd": round(sum(r.cost_usd for r in results), 6),
+        "text": results[-1].text if results else "", "output": results[-1].to_dict()["output"] if results else None,
+        "cost_usd": round(sum(r.cost_usd for r in results), 6),
         "usage": usage, "session_ids": list(dict.fromkeys(sessions)), "run_dir": str(run_dir),
         "steps": [one.to_dict() for one in results],
     }, default=str, ensure_ascii=False)

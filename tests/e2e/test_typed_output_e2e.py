@@ -48,6 +48,7 @@ wf = Workflow([
     Step("use", spec, lambda ctx: f"USE: {type(ctx['count']).__name__} says {ctx['count'].files} files: "
                                   f"{', '.join(ctx['count'].names)}."),
 ], name="typed")
+only = Workflow([Step("count", spec, "Count the files.", output_type=Count)], name="only")
 """
 GOOD = {"files": 2, "names": ["a.txt", "b.txt"]}
 
@@ -71,10 +72,10 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def run(api: ScriptedAPI, tmp_path: Path, *flags: str) -> Result:
+def run(api: ScriptedAPI, tmp_path: Path, *flags: str, target: str = "wf") -> Result:
     (tmp_path / "flows.py").write_text(FLOWS)
     (tmp_path / "ws").mkdir(exist_ok=True)
-    args = ["run", f"{tmp_path / 'flows.py'}:wf", "-w", str(tmp_path / "ws"), "-r", str(tmp_path / "runs"), *flags]
+    args = ["run", f"{tmp_path / 'flows.py'}:{target}", "-w", str(tmp_path / "ws"), "-r", str(tmp_path / "runs"), *flags]
     return CliRunner().invoke(cli, args, env=api.cli_env(tmp_path / "home"), catch_exceptions=False)
 
 
@@ -101,10 +102,12 @@ def test_a_valid_reply_is_the_typed_output_and_the_next_steps_context(
 
 
 def test_an_invalid_reply_is_fixed_in_the_same_session(scripted_api: ScriptedAPI, tmp_path: Path) -> None:
-    scripted_api.script([structured({"files": "two", "names": ["a.txt"]}), structured(GOOD), text("used")])
-    result = run(scripted_api, tmp_path, "--json")
+    scripted_api.script([structured({"files": "two", "names": ["a.txt"]}), structured(GOOD)])
+    result = run(scripted_api, tmp_path, "--json", target="only")
     assert result.exit_code == 0, result.output
-    count = json.loads(result.stdout)["steps"][0]
+    data = json.loads(result.stdout)
+    [count] = data["steps"]
+    assert data["output"] == GOOD  # the last step's typed output, beside its text
     assert count["ok"] and count["output"] == GOOD and count["attempts"] == 1
     # the CLI's schema error went back to the model, in the same session
     assert "/files: must be integer" in scripted_api.requests[1].result_text()
