@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, SessionStore
 
+from flower.agent.output import OutputType, output_env, output_format
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 from flower.walls.dispatch import MARK
@@ -115,11 +116,13 @@ def build_options(
     hooks: Mapping[str, list[HookMatcher]] | None = None,
     artifacts: str | Path | None = None,
     env: Mapping[str, str] | None = None,
+    output_type: OutputType | None = None,
 ) -> ClaudeAgentOptions:
     """Compile `spec` into `ClaudeAgentOptions`.
 
     `hooks` are the runtime's own (spill, index, relay), merged after the walls and before `spec.hooks`;
-    `artifacts` names the real artifacts folder in denial reasons; `env` is overlaid on the spec's.
+    `artifacts` names the real artifacts folder in denial reasons; `env` is overlaid on the spec's;
+    `output_type` is what the final reply must satisfy (`flower.agent.output`).
     """
     if (fork or resume_at is not None) and resume is None:
         raise ConfigError("fork and resume_at need resume=<session id>: there is nothing to fork or rewind")
@@ -128,7 +131,8 @@ def build_options(
         allowed_tools=list(spec.allowed_tools),
         setting_sources=[] if portable else ["user", "project", "local"],
         hooks=merge_hooks(spec_guards(spec, artifacts=artifacts), hooks, spec.hooks) or None,  # type: ignore[arg-type]
-        env={**lean_env(spec), **spec.env, **(spec.compact.env() if spec.compact else {}), **(env or {})},
+        env={**lean_env(spec), **spec.env, **(spec.compact.env() if spec.compact else {}), **(env or {}),
+             **(output_env() if output_type is not None else {})},
         mcp_servers=dict(spec.mcp_servers),
         add_dirs=[str(d) for d in add_dirs],
         disallowed_tools=unused_builtins(spec),
@@ -144,6 +148,7 @@ def build_options(
         "agents": dict(spec.agents) if spec.agents else None,
         "cwd": str(cwd) if cwd is not None else None,
         "resume": resume,
+        "output_format": output_format(output_type) if output_type is not None else None,
     }
     for name, value in optional.items():
         if value is not None:

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 import click
 
+from flower.cli.check_cmd import check
 from flower.cli.demo_cmd import demo
 from flower.cli.flowrun import cancel, once, resume, run, runs, worker
 from flower.cli.go import go
@@ -38,7 +39,7 @@ COMMANDS: tuple[click.Command, ...] = (
     rewind,                               # going back in a run
     runs, resume, cancel, worker,         # durable workflow runs
     asks, answer, say, handoff, web,      # talking to a running agent
-    config, init, testing, demo,          # settings, offline tools
+    config, init, check, testing, demo,   # settings, offline tools
 )
 """Every command of `flower`, in the order `flower --help` lists them."""
 
@@ -120,8 +121,8 @@ def cli(ctx: click.Context) -> None:
     try:
         _, values, ignored = trusted_config()
     except FlowerError:
-        if ctx.resilient_parsing or "--help" in sys.argv[1:]:
-            return  # help and shell completion still work beside a broken config file
+        if ctx.resilient_parsing or "--help" in sys.argv[1:] or ctx.invoked_subcommand == "check":
+            return  # help, shell completion and `flower check` (which reports it) work beside a broken config file
         raise
     ctx.default_map = {**default_map(values), **(ctx.default_map or {})}
     if ctx.invoked_subcommand in _RUNNING and not ctx.resilient_parsing and "--help" not in sys.argv[1:]:

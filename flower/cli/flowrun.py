@@ -142,7 +142,7 @@ def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: s
         raise SystemExit(130)
     for one in _results(ctx) if not as_json else ():
         if events:
-            summary = {"kind": "summary", "run_dir": str(runtime.run_dir), **dataclasses.asdict(one)}
+            summary = {"kind": "summary", "run_dir": str(runtime.run_dir), **one.to_dict()}
             click.echo(json.dumps(summary, default=str, ensure_ascii=False))
         else:
             click.echo(_summary(one, threshold, runtime.run_dir))

@@ -168,8 +168,7 @@ def _stored_session(runtime: Runtime, resume: str | None) -> str | None:
 
 def run_json(run_id: str, results: Any, *, state: str, run_dir: Path, error: str | None = None) -> str:
     """`--json`: the whole outcome as one JSON object, for a script: the run, its state, the final text (the
-    last step's, never cut), cost, tokens and session ids, and each step's own."""
-    import dataclasses
+    last step's, never cut) and its typed output, cost, tokens and session ids, and each step's own."""
     import json
 
     results = list(results)
@@ -180,9 +179,10 @@ def run_json(run_id: str, results: Any, *, state: str, run_dir: Path, error: str
     sessions = [s for one in results for s in (*one.retired, one.session_id) if s]
     return json.dumps({
         "run_id": run_id, "state": state, "ok": state == "finished", "error": error,
-        "text": results[-1].text if results else "", "cost_usd": round(sum(r.cost_usd for r in results), 6),
+        "text": results[-1].text if results else "", "output": results[-1].to_dict()["output"] if results else None,
+        "cost_usd": round(sum(r.cost_usd for r in results), 6),
         "usage": usage, "session_ids": list(dict.fromkeys(sessions)), "run_dir": str(run_dir),
-        "steps": [dataclasses.asdict(one) for one in results],
+        "steps": [one.to_dict() for one in results],
     }, default=str, ensure_ascii=False)
 
 
@@ -214,7 +214,7 @@ def execute(
                                 run_dir=runtime.run_dir, error=result.error))
         elif events:
             click.echo(json.dumps({"kind": "summary", "run_dir": str(runtime.run_dir),
-                                   **dataclasses.asdict(result)}, default=str))
+                                   **result.to_dict()}, default=str))
         else:
             click.echo(_summary(result, threshold, runtime.run_dir))
             if not result.ok and result.error and not (shown and shown in result.error):

@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -34,6 +35,7 @@ from rich.text import Text
 
 from flower.agent.eventinfo import spill_pattern, usage_of
 from flower.agent.events import Event
+from flower.agent.output import OUTPUT_TOOL
 from flower.agent.usage import message_context, message_cost
 from flower.report.text import fit, format_elapsed, format_tokens, sanitize
 
@@ -54,6 +56,8 @@ def _call_summary(tool: str | None, payload: Mapping[str, Any]) -> str:
     data = payload.get("input")
     if not isinstance(data, Mapping):
         return ""
+    if tool == OUTPUT_TOOL:  # the step's typed output: the value itself is what a person wants to see
+        return json.dumps(data, ensure_ascii=False, separators=(", ", ": "))
     for key in ("command", "file_path", "path", "pattern", "url", "query", "description", "prompt"):
         if isinstance(data.get(key), str):
             return str(data[key])

@@ -40,6 +40,7 @@ from filelock import FileLock, Timeout
 
 from flower import texts
 from flower.agent.events import Event, OnEvent, emit
+from flower.agent.output import json_value
 from flower.errors import ConfigError, FlowError, RunEnded
 from flower.flow import engine, fleet
 from flower.flow.execution import as_definition, execute, member
@@ -109,7 +110,9 @@ class Live:
         """One agent attempt as a DBOS step; a re-run of an attempt that was in flight resumes its session."""
 
         async def body() -> StepResult:
-            return await _attempt(self, runtime, attempt)
+            result = await _attempt(self, runtime, attempt)
+            # recorded as plain JSON: a process that never loaded the user's model class can read the record
+            return replace(result, output=json_value(result.output))
 
         # Preemptible: DBOS watches the run's status and cancels the attempt in flight when the run is
         # cancelled (`flower cancel`, from any process or machine), instead of letting it run to its end.
@@ -239,7 +242,8 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
 
     try:
         return await runtime.run(attempt.spec, text, step_name=label, resume=session, fork=branch,
-                                 resume_at=attempt.resume_at if branch else None, on_event=on_event)
+                                 resume_at=attempt.resume_at if branch else None, on_event=on_event,
+                                 output_type=attempt.output_type)
     finally:
         live.inflight.pop(label, None)
 

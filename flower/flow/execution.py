@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from flower.agent.output import retyped
 from flower.errors import ConfigError, FlowerError, FlowError
 from flower.flow.context import Context, StepContext, Updates, fresh
 from flower.flow.executor import Attempt, Branch, Definition, Executor
@@ -140,8 +141,9 @@ async def run_step(ex: Executor, step: Step, view: StepContext, *, item: Any = _
     passed, aborted = False, None
     for attempt in range(step.retries + 1):
         tag = _tag(step, view.label, attempt)
-        result = await ex.agent(view.runtime, Attempt(step.name, tag, step.spec, prompt, resume, fork, start.again,
-                                                      start.resume_at if fork else None))
+        job = Attempt(step.name, tag, step.spec, prompt, resume, fork, start.again,
+                      resume_at=start.resume_at if fork else None, output_type=step.output_type)
+        result = _typed(step, await ex.agent(view.runtime, job))
         if result.ok:
             verdict = await _gate(ex, step, tag, result, view)
             if verdict.get("abort") is not None:
@@ -161,6 +163,16 @@ async def run_step(ex: Executor, step: Step, view: StepContext, *, item: Any = _
     return await _settle(ex, step, view, result, passed, aborted, settle)
 
 
+def _typed(step: Step, result: StepResult) -> StepResult:
+    """The attempt's result with its output typed again (an executor records it as plain JSON)."""
+    if step.output_type is None or result.output is None:
+        return result
+    try:
+        return replace(result, output=retyped(step.output_type, result.output))
+    except ValueError as exc:  # a recorded value the model no longer accepts: the step fails, one line
+        return replace(result, ok=False, output=None, error=f"the recorded output does not match: {exc}")
+
+
 async def _settle(ex: Executor, step: Step, view: StepContext, final: StepResult, passed: bool,
                   aborted: str | None, name: str) -> Updates:
     label = view.label
@@ -170,7 +182,8 @@ async def _settle(ex: Executor, step: Step, view: StepContext, final: StepResult
                       sessions={label: final.session_id} if final.session_id else {})
         try:
             if passed:
-                out.values[label] = step.reduce(final, view) if step.reduce is not None else final.text
+                out.values[label] = step.reduce(final, view) if step.reduce is not None else \
+                    final.output if step.output_type is not None else final.text
             elif step.on_fail == "continue":
                 out.values[label] = final.text
         except FlowerError:

@@ -46,6 +46,9 @@ class Attempt:
     """The prompt when the executor finds this very attempt's session already started (after a crash)."""
     resume_at: str | None = None
     """With `fork`: the message of `resume` the fork starts from (None: its end)."""
+    output_type: Any = None
+    """What the final reply must satisfy (`flower.agent.output`); the executor records its value as plain
+    JSON and `flower.flow.execution` types it again."""
 
 
 class _BranchBase(TypedDict):

@@ -80,7 +80,7 @@ class InProcessExecutor:
                 return await self.agent_runner(runtime, attempt)
             return await runtime.run(attempt.spec, attempt.prompt, step_name=attempt.label, resume=attempt.resume,
                                      fork=attempt.fork, resume_at=attempt.resume_at if attempt.fork else None,
-                                     on_event=self.on_event)
+                                     on_event=self.on_event, output_type=attempt.output_type)
 
         result: StepResult = await self.checkpoint(f"agent:{attempt.label}", body)
         return result

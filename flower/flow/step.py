@@ -7,7 +7,8 @@ the run's context, read-only, plus `ctx.runtime` and the run's ids); `flower.flo
   `StepAbort` fails at once ("another round will not help");
 - `on_reject(result, ctx)` turns a failed or rejected attempt into feedback that resumes the same session;
   an empty string means a plain rerun;
-- `reduce(result, ctx)` shapes what downstream steps see as `ctx[name]` (default: the result's text);
+- `reduce(result, ctx)` shapes what downstream steps see as `ctx[name]` (default: the result's text, or
+  its typed `output` when the step has an `output_type`);
 - `on_fail`: "stop" ends the workflow (`ctx["_failed_at"]`), "skip" leaves no output, "continue" stores the
   last text;
 - `resume_from` names an earlier step whose session this one continues (`fork` branches it instead;
@@ -29,8 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from flower.agent.output import OutputType, checkpointable, output_schema
 from flower.agent.spec import AgentSpec
-from flower.errors import FlowError
+from flower.errors import ConfigError, FlowError
 from flower.walls.guard import HANDS_ON
 
 if TYPE_CHECKING:
@@ -75,6 +77,9 @@ class Step:
     over: Sequence[Any] | Callable[[StepContext], Sequence[Any]] | None = None
     limit: int | None = None
     """At most this many fan-out agents at once (`over`); None: all at once."""
+    output_type: OutputType | None = None
+    """A pydantic model class or a JSON schema the final reply must satisfy (one retry in the same session);
+    the typed value is the result's `output` and, by default, what downstream steps see as `ctx[name]`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -97,6 +102,12 @@ class Step:
             raise FlowError(f"step {self.name}: limit must be a whole number >= 1, not {self.limit!r}")
         if self.reduce is not None and inspect.iscoroutinefunction(self.reduce):
             raise FlowError(f"step {self.name}: reduce must be a plain function, not async")
+        if self.output_type is not None:
+            try:
+                output_schema(self.output_type, f"step {self.name}: output_type")
+            except ConfigError as exc:
+                raise FlowError(str(exc)) from None
+            checkpointable(self.output_type)
 
     @property
     def writes(self) -> bool:

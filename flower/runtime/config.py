@@ -53,6 +53,7 @@ __all__ = [
     "RuntimeConfig",
     "RuntimeOptions",
     "Setting",
+    "config_problems",
     "find_config",
     "load_config",
     "parse_tokens",
@@ -409,14 +410,44 @@ def load_config(start: Path | None = None) -> tuple[Path | None, dict[str, Any]]
     path, table = found
     values: dict[str, Any] = {}
     for key, value in table.items():
-        setting = _BY_NAME.get(key.replace("-", "_"))
-        if setting is None:
-            raise ConfigError(f"{path}: unknown flower setting {key!r} (known: {', '.join(_BY_NAME)})")
-        if isinstance(value, str) and setting.kind is not str:
-            values[setting.name] = _file_text(setting, value, path, key)
-        else:
-            values[setting.name] = _parse(setting, value, f"{path}: {key}")
+        setting, checked = _file_value(path, key, value)
+        values[setting.name] = checked
     return path, values
+
+
+def _file_value(path: Path, key: str, value: Any) -> tuple[Setting, Any]:
+    """One key of the config file: its setting and its checked value."""
+    setting = _BY_NAME.get(key.replace("-", "_"))
+    if setting is None:
+        raise ConfigError(f"{path}: unknown flower setting {key!r} (known: {', '.join(_BY_NAME)})")
+    if isinstance(value, str) and setting.kind is not str:
+        return setting, _file_text(setting, value, path, key)
+    return setting, _parse(setting, value, f"{path}: {key}")
+
+
+def config_problems(start: Path | None = None, *, env: Mapping[str, str] | None = None) -> list[str]:
+    """Every bad setting of the config file found from `start` and of the environment, one line each (what
+    `resolve_config` would stop at, all of them); [] when every setting is valid."""
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    try:
+        found = find_config(start)
+    except ConfigError as exc:
+        found, problems = None, [str(exc)]
+    if found is not None:
+        path, table = found
+        for key, value in table.items():
+            try:
+                _file_value(path, key, value)
+            except ConfigError as exc:
+                problems.append(str(exc))
+    for setting in SETTINGS:
+        try:
+            if setting.env and env.get(setting.env):
+                _parse(setting, env[setting.env], setting.env)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def trusted_config(

@@ -43,6 +43,8 @@ class Step:
     on_event: OnEvent | None
     resume_at: str | None = None
     """The first session forks its resumed one at this message (`Runtime.run(resume_at=)`)."""
+    output_type: Any = None
+    """What the final reply must satisfy (`flower.agent.output`), or None for prose."""
 
 
 class Host(Protocol):
@@ -81,6 +83,7 @@ class Host(Protocol):
     def _calibrate(self, error: str | None, meter: ContextMeter, on_event: OnEvent | None) -> None: ...
 
     def _options(self, spec: AgentSpec, resume: str | None, fork: bool,
-                 stop_hook: HookMatcher | None, resume_at: str | None = None) -> ClaudeAgentOptions: ...
+                 stop_hook: HookMatcher | None, resume_at: str | None = None,
+                 output_type: Any = None) -> ClaudeAgentOptions: ...
 
     async def _attempt(self, step: Step, message: str, resume: str | None, fork: bool) -> Outcome: ...

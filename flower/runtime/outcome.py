@@ -11,7 +11,7 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from flower.runtime.handoff import is_context_overflow
 
@@ -55,6 +55,8 @@ class Outcome:
     """Why the handoff is the runtime's fallback, not the session's own document."""
     stale: int | None = None
     """The runtime ended the turn for a refresh that drops about this many stale tokens."""
+    output: Any = None
+    """The structured output the CLI accepted (plain JSON), when the step has an output type."""
     settled: bool = False
     """The CLI sent its result message (a step without one is not ok)."""
     cost: float = 0.0

@@ -24,7 +24,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, fields, replace
+from dataclasses import fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -35,6 +35,7 @@ from claude_agent_sdk.types import SessionKey
 
 from flower.agent.events import Event, OnEvent, emit
 from flower.agent.options import build_options, check_isolation
+from flower.agent.output import OutputType, output_schema, parse_output
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
 from flower.runtime import child
@@ -154,13 +155,18 @@ class Runtime:
         fork: bool = False,
         resume_at: str | None = None,
         on_event: OnEvent | None = None,
+        output_type: OutputType | None = None,
     ) -> StepResult:
         """Run one step; model and API failures land in the result, never raise. `resume_at` (an entry uuid
         of `resume`) forks that session at the message: the step goes on from it in a new session, the
-        original unchanged (`rewind` also puts the files back)."""
+        original unchanged (`rewind` also puts the files back). With `output_type` (a pydantic model class
+        or a JSON schema) the final reply must satisfy it: the typed value is the result's `output`, and a
+        reply that does not match after one retry fails the step."""
         if resume_at is not None and resume is None:
             raise ConfigError("resume_at needs resume=<session id>: there is nothing to fork at a message")
         fork = fork or resume_at is not None
+        if output_type is not None:
+            output_schema(output_type)  # a bad output type is the caller's error: one line, before any request
         spec = self.config.apply(spec)  # the config's model where the spec names none; its budget caps
         name = step_name or spec.name
         started, clock = now(), time.monotonic()
@@ -173,14 +179,20 @@ class Runtime:
         self._end_orphans(on_event)
         emit(on_event, Event("step", name, payload={"phase": "start", "resume": resume, "agent_name": spec.name,
                                                     "model": spec.model, "run_id": self.run_id}))
-        step = Step(spec, prompt, name, ContextMeter(), Tally(), on_event, resume_at)
+        step = Step(spec, prompt, name, ContextMeter(), Tally(), on_event, resume_at, output_type)
         if resume is not None:
             await self._seed(step.meter, resume)
         end = await run_step(self, step, resume, fork)
         tally, meter = step.tally, step.meter
+        ok, output, error = end.error is None and end.outcome.settled, None, end.error
+        if ok and output_type is not None:
+            try:
+                output = parse_output(output_type, end.outcome.output)
+            except ValueError as exc:
+                ok, error = False, f"the reply does not match the output type: {exc}"
         result = StepResult(
-            step=name, session_id=end.session, ok=end.error is None and end.outcome.settled,
-            cost_usd=round(tally.cost, 6), num_turns=tally.turns, text=end.outcome.text, error=end.error,
+            step=name, session_id=end.session, ok=ok, output=output,
+            cost_usd=round(tally.cost, 6), num_turns=tally.turns, text=end.outcome.text, error=error,
             errors=tuple(tally.errors), attempts=tally.attempts, resumed=resume is not None,
             retired=tuple(tally.retired), handoffs=tuple(tally.handoffs), refreshes=tally.refreshes,
             context=meter.current,
@@ -370,13 +382,14 @@ class Runtime:
         return prompt
 
     def _options(self, spec: AgentSpec, resume: str | None, fork: bool,
-                 stop_hook: HookMatcher | None, resume_at: str | None = None) -> ClaudeAgentOptions:
+                 stop_hook: HookMatcher | None, resume_at: str | None = None,
+                 output_type: OutputType | None = None) -> ClaudeAgentOptions:
         part = fold(self._layers(stop_hook), spec)
         return build_options(
             spec, cwd=self.workspace, session_store=self.store, resume=resume, fork=fork, resume_at=resume_at,
             prelude=part.system,
             add_dirs=part.add_dirs, portable=self.portable, hooks=dict(part.hooks or {}),
-            artifacts=part.artifacts, env={**self.env, **part.env},
+            artifacts=part.artifacts, env={**self.env, **part.env}, output_type=output_type,
         )
 
     def _record(self, result: StepResult, spec: AgentSpec) -> None:
@@ -388,7 +401,7 @@ class Runtime:
             "window": self.window(spec),
             "model": self._model,
         }
-        append_manifest(self.run_dir, {"run_id": self.run_id, **asdict(result), **where})
+        append_manifest(self.run_dir, {"run_id": self.run_id, **result.to_dict(), **where})
 
 
 def rewrite_policies(store: object) -> dict[str, Any]:

@@ -47,6 +47,7 @@ from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput
 
 from flower import texts
 from flower.agent.events import Event, emit, to_events
+from flower.agent.output import OUTPUT_RETRIES_SPENT, OUTPUT_TOOL, output_mismatch
 from flower.errors import ConfigError, StoredDataError, StoreError, UnsafePathError
 from flower.runtime import child
 from flower.runtime.control import Tasks
@@ -85,6 +86,8 @@ class Session:
         self.session_id: str | None = None if fork else resume
         self.result: ResultMessage | None = None
         self.text = ""
+        self.output: Any = None
+        """The structured output the CLI accepted (with an output type)."""
         self.error: str | None = None
         self.status: int | None = None
         self.cost = self.base_cost = 0.0
@@ -120,7 +123,8 @@ class Session:
         runtime, spec = self.runtime, self.step.spec
         generations = runtime.threshold(spec) is not None
         hook = self.stop_hook() if generations or runtime.refresh is not None else None
-        options = runtime._options(spec, self.resume, self.fork, hook, self.step.resume_at if self.fork else None)
+        options = runtime._options(spec, self.resume, self.fork, hook, self.step.resume_at if self.fork else None,
+                                   self.step.output_type)
         # before a resume: what an earlier process's session left in the local transcript only
         await self._backfill(projects_dir(options.env), self.resume, patience=0.0)
         await self._restore()
@@ -183,7 +187,7 @@ class Session:
                             error=self.error, fatal=self.fatal)
         return Outcome(kind, session_id=self.session_id, text=self.text, error=self.error, status=self.status,
                        handoff=self.handoff, degraded=self.degraded, stale=self.refresh,
-                       settled=self.result is not None, cost=self.cost, turns=self.turns,
+                       output=self.output, settled=self.result is not None, cost=self.cost, turns=self.turns,
                        worker_errors=tuple(self.worker_errors),
                        resets_at=(self.resets_at or usage_limit_reset(self.error)) if self.error else None)
 
@@ -303,8 +307,23 @@ class Session:
             self.error = text if text == msg.subtype or not msg.subtype.startswith("error_max") \
                 else f"{msg.subtype}: {text}"
             self.status = msg.api_error_status
+            if msg.subtype == OUTPUT_RETRIES_SPENT:  # another attempt would not help
+                self.error, self.fatal = output_mismatch(text), True
         else:
             self.text = msg.result or ""
+            self._on_output(msg)
+
+    def _on_output(self, msg: ResultMessage) -> None:
+        """A successful result of a step with an output type carries the structured output; a reply that
+        ended without it (it never called the tool, even when the CLI reminded it) fails the step."""
+        if self.step.output_type is None or self.stopped:
+            return
+        self.output = msg.structured_output
+        if self.output is None:
+            said = first_line(self.text)
+            self.error = f"the reply gave no structured output (it never called {OUTPUT_TOOL})" + \
+                (f": {said}" if said else "")
+            self.fatal = True
 
     def _on_user(self, msg: UserMessage) -> None:
         if not isinstance(msg.content, list):

@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 
+from flower.agent.output import json_value
 from flower.errors import ConfigError, StoreError
 from flower.util.confined import replace_text
 from flower.util.rundir import checked_path
@@ -44,6 +45,9 @@ class StepResult:
     """Summed likewise."""
     text: str
     """The main thread's prose of the last result."""
+    output: Any = None
+    """The typed value of the final reply when the step has an output type: an instance of the pydantic
+    model, or the JSON value for a schema (None without an output type, or when the step failed)."""
     error: str | None = None
     """Why the step failed, one line."""
     errors: tuple[str, ...] = ()
@@ -77,6 +81,12 @@ class StepResult:
     (`input_tokens`, `output_tokens`, `cache_read_input_tokens`, `cache_creation_input_tokens`)."""
     fallbacks: tuple[dict[str, str], ...] = ()
     """Each time the CLI switched to the spec's fallback model: `model`, `fallback_model`, `trigger`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as plain data: a typed output as JSON (manifest rows, `--json`)."""
+        data = asdict(replace(self, output=None))
+        data["output"] = json_value(self.output)
+        return data
 
 
 def now() -> str:

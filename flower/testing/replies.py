@@ -32,6 +32,7 @@ __all__ = [
     "Usage",
     "api_error",
     "prompt_too_long",
+    "structured",
     "text",
     "thinking",
     "tool_use",
@@ -182,6 +183,14 @@ def tool_use(
     blocks.append(ToolUse(name, dict(input or {})))
     blocks.extend(ToolUse(n, dict(i)) for n, i in more)
     return Reply(tuple(blocks), usage=usage or Usage(), delay=delay)
+
+
+def structured(value: Mapping[str, Any], *, say: str | None = None, usage: Usage | None = None) -> Reply:
+    """A final reply that gives `value` as the step's structured output: a call to the `StructuredOutput`
+    tool the CLI offers when a step has an output type (the CLI checks `value` against the schema, so a
+    script may give a wrong one on purpose). A session without an output type has no such tool, and the
+    fake refuses the step (`check_tools`)."""
+    return tool_use("StructuredOutput", value, say=say, usage=usage)
 
 
 def api_error(status: int, message: str = "", *, type: str | None = None, delay: float = 0.0,

@@ -5,6 +5,7 @@ Invariants:
   flower error raised by that code passes through as it is.
 - A file's own folder (a module's: the current directory) is importable while it loads, so it can import
   its neighbours; `sys.path` is restored afterwards.
+- A file is loaded as the module `flower_target_<digest of its path>`, the same name in every process.
 - `reuse=True` loads a file once per process (a worker adopting many runs of one workflow); otherwise the
   file runs again on each load, as a changed file must when a command is run again.
 - `call(value, target, kinds)` calls a zero-argument factory; its failure is one line too.
@@ -12,6 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -30,7 +32,9 @@ def import_file(path: Path, *, reuse: bool = False) -> ModuleType:
     """Run a Python file as a module of its own (the same module again with `reuse`)."""
     if not path.is_file():
         raise ConfigError(f"spec file {path} not found")
-    name = f"flower_target_{abs(hash(str(path.resolve())))}"
+    # The same name in every process (not `hash()`, which is salted per process): a value of a class the file
+    # defines, pickled in a DBOS checkpoint, is found again by a process that loads the same file.
+    name = f"flower_target_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}"
     if reuse and name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

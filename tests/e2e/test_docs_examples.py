@@ -1,5 +1,6 @@
 """Docs examples run as written (docs examples come from real runs): the first python block of each guide,
-and every python block of docs/testing.md (a block that defines `test_` functions runs under pytest)."""
+every python block of docs/testing.md (a block that defines `test_` functions runs under pytest), and every
+python block of a "Typed results" section, which must print what the page shows below it."""
 
 from __future__ import annotations
 
@@ -46,3 +47,14 @@ def test_first_example_runs(tmp_path: Path, guide: str) -> None:
 def test_every_testing_example_runs(tmp_path: Path, index: int) -> None:
     done = _run(_blocks("testing.md")[index], tmp_path)
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
+
+
+@pytest.mark.parametrize("guide", ["workflows.md", "runtime.md"])
+def test_typed_results_examples_print_what_the_page_shows(tmp_path: Path, guide: str) -> None:
+    section = (DOCS / guide).read_text().split("\n## Typed results\n", 1)[1].split("\n## ", 1)[0]
+    examples = re.findall(r"```python\n(.*?)```\n\nIt prints:\n\n```text\n(.*?)```", section, re.DOTALL)
+    assert examples, f"docs/{guide}: the Typed results section has no example with its output"
+    for code, shown in examples:
+        done = _run(code, tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout == shown

@@ -108,3 +108,11 @@ def test_a_switch_to_the_fallback_model_is_one_line() -> None:
     live.update(event)
     assert sink.getvalue().splitlines() == [
         "! model opus-x failed (overloaded): this turn runs on the fallback sonnet-y"]
+
+
+def test_a_typed_reply_shows_its_value() -> None:
+    live, sink = view()
+    live.update(Event("tool_call", "", tool="StructuredOutput",
+                      payload={"id": "t1", "input": {"files": 2, "names": ["a.txt"]}}))
+    live.update(Event("tool_call", "", tool="Bash", payload={"id": "t2", "input": {"command": "ls"}}))
+    assert sink.getvalue().splitlines() == ['* StructuredOutput {"files": 2, "names": ["a.txt"]}', "* Bash ls"]

@@ -5,12 +5,14 @@ through the real CLI)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from pydantic import BaseModel
 
 from flower import AgentSpec, FlowError, Runtime, Step, StepAbort, Workflow, parallel
 from flower.errors import ConfigError
@@ -265,3 +267,49 @@ def test_a_loaded_source_becomes_a_definition() -> None:
         as_definition(READER, "f.py:spec")
     with pytest.raises(ConfigError, match=r"f.py:bad\(\) failed: RuntimeError: no"):
         as_definition(lambda: (_ for _ in ()).throw(RuntimeError("no")), "f.py:bad")
+
+
+class Verdict(BaseModel):
+    passed: bool
+    notes: str = ""
+
+
+class TypedAgents(Agents):
+    """Attempts whose output is recorded as plain JSON, as the DBOS executor records it."""
+
+    async def __call__(self, runtime: Runtime, attempt: Attempt) -> StepResult:
+        result = await super().__call__(runtime, attempt)
+        return dataclasses.replace(result, output={"passed": True, "notes": attempt.label})
+
+
+async def test_a_typed_step_gives_its_typed_output_to_the_attempt_the_gate_and_the_context(runtime: Runtime) -> None:
+    agents, seen = TypedAgents(), []
+
+    def gate(result: StepResult, ctx: StepContext) -> bool:
+        seen.append(result.output)
+        return True
+
+    flow = Workflow([Step("judge", READER, "judge it", output_type=Verdict, gate=gate),
+                     Step("after", READER, lambda ctx: f"passed={ctx['judge'].passed}")])
+    ctx, _ = await run(flow, runtime, agents)
+    assert agents.calls[0].output_type is Verdict and agents.calls[1].output_type is None
+    assert seen == [Verdict(passed=True, notes="judge")] and ctx["judge"] == Verdict(passed=True, notes="judge")
+    assert ctx.results["judge"].output == ctx["judge"] and agents.calls[1].prompt == "passed=True"
+    assert ctx["after"] == "after did it"  # an untyped step keeps its text
+
+
+async def test_a_recorded_output_the_type_no_longer_accepts_fails_the_step_in_one_line(runtime: Runtime) -> None:
+    class Strict(BaseModel):
+        count: int
+
+    flow = Workflow([Step("judge", READER, "judge it", output_type=Strict)])
+    ctx, _ = await run(flow, runtime, TypedAgents())
+    assert ctx.failed_at == "judge" and "judge" not in ctx
+    assert ctx.results["judge"].error == "the recorded output does not match: Strict: count: Field required"
+
+
+def test_an_output_type_that_is_neither_a_model_nor_a_schema_is_one_line() -> None:
+    with pytest.raises(FlowError, match=r"^step s: output_type must be a pydantic model class or a JSON schema"):
+        Step("s", READER, "x", output_type=str)
+    with pytest.raises(FlowError, match=r"^step s: output_type: the schema's top level must be an object"):
+        Step("s", READER, "x", output_type={"type": "string"})

@@ -244,3 +244,18 @@ def test_the_fallback_model_is_one_setting_applied_like_the_model(tmp_path: Path
     assert config.apply(replace(PLAIN, model="sonnet")).fallback_model is None  # not the model it runs on
     with pytest.raises(ConfigError, match="fallback_model is the same as model"):
         AgentSpec(name="x", instructions="", model="m", fallback_model="m")
+
+
+def test_config_problems_lists_every_bad_setting_of_the_file_and_the_environment(tmp_path: Path) -> None:
+    from flower.runtime.config import config_problems
+
+    assert config_problems(tmp_path, env={}) == []
+    (tmp_path / "flower.toml").write_text('model = "opus"\nbudget = -1\nhandoff_at = "soon"\n')
+    assert config_problems(tmp_path, env={"FLOWER_SPILL_THRESHOLD": "lots", "FLOWER_MODEL": "sonnet"}) == [
+        f"{tmp_path / 'flower.toml'}: budget must be a positive number of dollars, not -1",
+        f"{tmp_path / 'flower.toml'}: handoff_at must be a token count like 40000 or 40k, not 'soon'",
+        "FLOWER_SPILL_THRESHOLD must be a whole number, not 'lots'",
+    ]
+    (tmp_path / "flower.toml").write_text("model = \n")
+    [line] = config_problems(tmp_path, env={})
+    assert line.startswith(f"{tmp_path / 'flower.toml'} is not valid TOML")
