@@ -49,6 +49,8 @@ TESTING = [
     "Usage", "api_error", "cli_env", "collect", "prompt_too_long", "request_problems", "text", "thinking", "tool_use",
     # scripting `flower go` (issue #28 item 7)
     "GoRound", "go_dispatch", "go_script",
+    # typed results (issue #28 item 2)
+    "structured",
 ]
 
 
