@@ -59,9 +59,14 @@ from flower.workbench.bench import Placement, Workbench
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["Runtime", "StepResult", "append_manifest"]
+__all__ = ["Runtime", "StepResult", "append_manifest", "new_run_id"]
 
 _FIELDS = frozenset(f.name for f in fields(RuntimeConfig))
+
+
+def new_run_id() -> str:
+    """A fresh run id: the start time (UTC), the process id and a random tail."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{secrets.token_hex(3)}"
 
 
 def _now() -> str:
@@ -109,8 +114,7 @@ class Runtime:
         self.portable = cfg.portable
         self.placement: Placement = cfg.placement
         self.env = dict(cfg.env)
-        self.run_id = run_id or (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-                                 + f"-{os.getpid()}-{secrets.token_hex(3)}")
+        self.run_id = run_id or new_run_id()
         self.store = self._make_store(store, cfg.project, trim=cfg.trim, ephemeral=cfg.ephemeral,
                                       keep_denials=cfg.keep_denials)
         self._policies = {**rewrite_policies(self.store), "spill_threshold": cfg.spill_threshold,
