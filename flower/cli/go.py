@@ -194,10 +194,12 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     # the run's model and budget are the go flow's own (GoOptions), not an override of every spec
     config = replace(runtime_config(run_dir=str(runs), window=window), model=None, budget=None)
     runtime = Runtime(ws, config=config)
-    notes = Path(runtime.workbench.notes) if runtime.workbench is not None else runs
     options = GoOptions(rounds=rounds, no_goal=no_goal, clarify_only=clarify_only, isolate=isolate,
                         judge_can_run=judge_can_run, model=model, budget=budget)
     screen = _Screen(as_json=as_json, threshold=None, interactive=tty)
+    if isolate:  # before the first step: the brief and the goal live where the isolated coders can write
+        runtime.isolate_workbench(screen)
+    notes = Path(runtime.workbench.notes) if runtime.workbench is not None else runs
     decided = waking.plan(runs, ws, notes, waking.shape(options), new=new, text=text)
     if decided.archived is not None:
         screen.say(f"archived the earlier brief, goal and run state to {decided.archived}")
