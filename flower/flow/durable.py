@@ -23,7 +23,8 @@ are `flower.flow.execution`'s.
 - A failed run continued by name (`run(..., run_id=...)`) is retried: DBOS forks it into a new run from its
   failed step (`flower.flow.previous.retry_from`); the checkpoints before it are copied, so its finished
   steps replay, and the failed attempt resumes its own session (read from the failed run's stream) with
-  `texts.RESUME_AFTER_FAILURE`. A failed run is retried once: a second try names its retry.
+  `texts.RESUME_AFTER_FAILURE`. A failed run is retried once: a second try names its retry. A failure in a
+  parallel step is refused in one line (its branches would all run again).
 """
 
 from __future__ import annotations
@@ -376,6 +377,11 @@ async def _to_retry(run_id: str) -> tuple[str, int] | None:
         raise FlowError(f"run {run_id} failed and was retried as run {forks[-1].workflow_id}: continue that one")
     output = found[0].output
     where = str(output.get("_failed_at")) if isinstance(output, dict) and output.get("_failed_at") else None
+    branches = await DBOS.list_workflows_async(workflow_id_prefix=f"{run_id}/", load_input=False, load_output=True)
+    if any(failed(str(b.status), b.output) for b in branches):
+        # Its branches are child workflows whose ids the retry could not keep: it would run them all again.
+        raise FlowError(f"run {run_id} failed in parallel step {where or '?'}: a failed parallel step is not "
+                        "retried (it would run its finished branches again); flower run --new starts over")
     steps = await DBOS.list_workflow_steps_async(run_id) or []
     return where or "its failing checkpoint", retry_from(list(steps))
 

@@ -129,3 +129,24 @@ def test_flower_run_again_of_a_failed_run_names_the_retry(scripted_api: Scripted
     twice = _flower(env, "resume", row["run_id"], "-r", str(tmp_path / "runs"))
     assert twice.returncode == 1 and twice.stderr.count("\n") == 1
     assert f"was retried as run {result['run_id']}: continue that one" in twice.stderr
+
+
+def test_a_run_that_failed_in_a_parallel_step_is_not_retried(scripted_api: ScriptedAPI, tmp_path: Path) -> None:
+    """Its branches are child workflows a retry would all run again: one line says so, nothing runs."""
+    flow = tmp_path / "flow.py"
+    flow.write_text(
+        "from flower import AgentSpec, Step, Workflow\n"
+        "spec = AgentSpec(name='s', instructions='', allowed_tools=['Read'])\n"
+        "wf = Workflow([Step('each', spec, 'ITEM-{item}', over=['a', 'b'])], name='fan')\n"
+    )
+    scripted_api.handler = lambda request: (api_error(400, "FAKE-BAD-REQUEST: b fails") if "ITEM-b" in request.text
+                                            else text("a done"))
+    env = scripted_api.cli_env(tmp_path / "home", CLAUDE_CODE_MAX_RETRIES="0")
+    first = _flower(env, "run", f"{flow}:wf", "-w", str(tmp_path), "-r", str(tmp_path / "runs"))
+    assert first.returncode == 1, first.stdout + first.stderr
+    (row,) = json.loads(_flower(env, "runs", "-r", str(tmp_path / "runs"), "--json").stdout)
+    seen = len(scripted_api.requests)
+    again = _flower(env, "resume", row["run_id"], "-r", str(tmp_path / "runs"))
+    assert again.returncode == 1 and again.stderr.count("\n") == 1, again.stderr
+    assert f"run {row['run_id']} failed in parallel step each: a failed parallel step is not retried" in again.stderr
+    assert len(scripted_api.requests) == seen
