@@ -375,7 +375,8 @@ def resume(run_id: str, run_dir: str, store: str | None, model: str | None, fall
 
         if store:
             raise ConfigError("a flower go run keeps its state in its run dir: give -r, not --store")
-        wake_run(run_id, Path(run_dir).resolve(), str(meta.get("workspace")), model=model, budget=budget,
+        # --budget here is a per-query cap (FLOWER_BUDGET); a go run's is the whole run's: `flower go --budget`
+        wake_run(run_id, Path(run_dir).resolve(), str(meta.get("workspace")), model=model,
                  as_json=as_json or events, verbose=verbose)
         return
     if not meta.get("source"):

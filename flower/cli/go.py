@@ -160,8 +160,7 @@ def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool,
          as_json=as_json, verbose=verbose, window=window)
 
 
-def wake_run(run_id: str, runs: Path, workspace: str, *, model: str | None, budget: float | None, as_json: bool,
-             verbose: bool) -> None:
+def wake_run(run_id: str, runs: Path, workspace: str, *, model: str | None, as_json: bool, verbose: bool) -> None:
     """`flower resume RUN` of a go run: what `flower go -w WORKSPACE -r RUNS` does, with the flags the run
     was started with; refused in one line when RUN is not the run that would wake there."""
     from flower.go.wake import read_state
@@ -174,7 +173,7 @@ def wake_run(run_id: str, runs: Path, workspace: str, *, model: str | None, budg
     check_credentials(os.environ)
     _run("", ws, runs, new=False, clarify_only=bool(flags.get("clarify_only")), no_goal=bool(flags.get("no_goal")),
          rounds=int(flags.get("rounds") or 3), asks=None, timeout=1800.0, isolate=bool(flags.get("isolate")),
-         judge_can_run=bool(flags.get("judge_can_run")), model=model, budget=budget, as_json=as_json,
+         judge_can_run=bool(flags.get("judge_can_run")), model=model, budget=None, as_json=as_json,
          verbose=verbose, expect=run_id)
 
 

@@ -2,7 +2,7 @@
 
 The first run is driven through a pty of 80 columns: the clarifier's question is answered, the brief and
 the goal are set, the coordinator dispatches its coder once and then the API refuses its next request with
-a fatal 400, so the work step fails and the run stops. `flower resume RUN` (on a pipe) wakes it: DBOS forks
+a fatal 400, so the work step fails and the run stops. `flower resume RUN` or `flower go` again (on a pipe) wakes it: DBOS forks
 the run from the failed attempt, so clarify and goal are not asked again (the fake counts every request),
 the brief and the answer stay, and the work session resumes with what it had done.
 """
@@ -37,8 +37,9 @@ def _flower(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
                           stdin=subprocess.DEVNULL, timeout=240)
 
 
-def test_a_failed_go_run_is_woken_by_flower_resume_and_retries_only_its_failed_step(
-    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+@pytest.mark.parametrize("wake", ["resume", "go"])
+def test_a_failed_go_run_is_woken_and_retries_only_its_failed_step(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path, wake: str
 ) -> None:
     scripted_api.script(
         [
@@ -71,7 +72,10 @@ def test_a_failed_go_run_is_woken_by_flower_resume_and_retries_only_its_failed_s
         text("## Verdict\nachieved\n## Reason\nimpl.txt says one.\n"),
         text(BEQUEST),
     ])
-    woken = _flower(env, "resume", failed["run_id"], "-r", str(runs))
+    if wake == "resume":
+        woken = _flower(env, "resume", failed["run_id"], "-r", str(runs))
+    else:  # `flower go` again in the workspace, with the flags it was started with
+        woken = _flower(env, "go", "-w", str(workspace), "--rounds", "1")
     assert woken.returncode == 0, woken.stdout + woken.stderr
     out = woken.stdout + woken.stderr
     assert f"<- waking run {failed['run_id']} (wake 1): retrying its failed step" in out
