@@ -239,7 +239,9 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
     if recorded.get(label):
         again = texts.RESUME_AFTER_FAILURE if label in live.retried else texts.RESUME_AFTER_CRASH
         text, session, branch = attempt.resume_prompt or again, recorded[label], False
-        live.retried.discard(label)
+        if label in live.retried:  # this run's own record: a crash of the retry resumes the same session
+            _record_now({"step": attempt.step, "label": label, "session_id": session})
+            live.retried.discard(label)
         emit(live.on_event, Event("system", f"resuming {label} in its session {session}",
                                   payload={"subtype": "workflow", "resumed": session, "label": label}))
     elif session and not branch:
