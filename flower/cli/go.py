@@ -183,7 +183,7 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
          expect: str | None = None) -> None:
     from dataclasses import replace
 
-    from flower.agent.options import check_isolation
+    from flower.agent.options import check_isolation, require_git
     from flower.go import wake as waking
     from flower.go.flow import GoOptions, lead_spec, starter_flow
     from flower.human.channel import HumanChannel
@@ -197,6 +197,7 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
                         judge_can_run=judge_can_run, model=model, budget=budget)
     screen = _Screen(as_json=as_json, threshold=None, interactive=tty)
     if isolate:  # before the first step: the brief and the goal live where the isolated coders can write
+        require_git(ws, ["coder"])  # refused before anything is made
         runtime.isolate_workbench(screen)
     notes = Path(runtime.workbench.notes) if runtime.workbench is not None else runs
     decided = waking.plan(runs, ws, notes, waking.shape(options), new=new, text=text)
