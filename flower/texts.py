@@ -347,6 +347,11 @@ RESUME_AFTER_CRASH = (
     "task where you were; what was done is above. Check the effect of your last call before repeating it."
 )
 
+RESUME_AFTER_FAILURE = (
+    "An error stopped this step before it ended; the step is being tried again. Continue the task where you "
+    "were; what was done is above. Check the effect of your last call before repeating it."
+)
+
 
 # --- flower go (L-11, L-14) -------------------------------------------------------------------------
 GO_COORDINATOR = """\

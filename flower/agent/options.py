@@ -23,7 +23,7 @@ Invariants:
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +37,7 @@ from flower.walls.guard import Hooks, delegate_guard, fork_guard, mcp_guard, mer
 
 __all__ = [
     "BUILTIN_AGENTS", "COORDINATOR_UNUSED", "LEAN_ENV", "OPTIONAL_BUILTINS", "build_options", "check_isolation", "isolated_types",
-    "lean_env", "spec_guards", "unused_builtins",
+    "lean_env", "require_git", "spec_guards", "unused_builtins",
 ]
 
 OPTIONAL_BUILTINS = ("Workflow", "ScheduleWakeup", "ReportFindings", "ListAgents", "Skill")
@@ -180,8 +180,13 @@ def isolated_types(spec: AgentSpec) -> frozenset[str]:
 def check_isolation(spec: AgentSpec, workspace: Path) -> None:
     """Refuse, in one line, isolated workers over a workspace that is not inside a git work tree."""
     names = isolated_types(spec)
-    if not names:
-        return
+    if names:
+        require_git(workspace, names)
+
+
+def require_git(workspace: Path, names: Collection[str]) -> None:
+    """Refuse, in one line, a workspace that is not a git work tree with a commit: isolated workers (`names`)
+    run in git worktrees."""
     try:
         probe = subprocess.run(["git", "-C", str(workspace), "rev-parse", "--is-inside-work-tree"],
                                capture_output=True, text=True, timeout=30, check=False)

@@ -3,7 +3,7 @@
     flower run FILE.py:ATTR        a Workflow (or a callable returning one), or an AgentSpec (one step)
     flower once PROMPT             an ad-hoc, non-delegating agent
     flower runs                    the runs of a run dir (or store): state, steps done / total, cost
-    flower resume RUN              continue an unfinished run
+    flower resume RUN              continue an unfinished run; retry a failed one from its failed step
     flower cancel RUN              stop a run for good (its finished steps stay recorded)
     flower worker --store URL      take queued parallel steps of any run on that PostgreSQL database
 
@@ -343,7 +343,7 @@ def runs(run_dir: str, store: str | None, as_json: bool) -> None:
             click.echo(reason)
 
 
-@click.command(short_help="Continue an unfinished workflow run.")
+@click.command(short_help="Continue an unfinished run or retry a failed one.")
 @click.argument("run_id", metavar="RUN")
 @options.run_dir()
 @options.store()
@@ -356,21 +356,29 @@ def runs(run_dir: str, store: str | None, as_json: bool) -> None:
 @options.verbose()
 def resume(run_id: str, run_dir: str, store: str | None, model: str | None, fallback_model: str | None,
            budget: float | None, as_json: bool, events: bool, otlp: str | None, verbose: bool) -> None:
-    """Continue an unfinished run: finished steps are replayed, the step in flight resumes its session."""
+    """Continue an unfinished run: finished steps are replayed, the step in flight resumes its session.
+
+    A failed run is retried from its failed step as a new run; a flower go run wakes as `flower go` would.
+    """
     from flower.flow.durable import load_source
     from flower.flow.previous import ended
     from flower.flow.runs import run_meta
     from flower.flow.workflow import as_workflow
 
     _outputs(as_json, events)
-    meta, status = run_meta(run_dir, store, run_id)
-    refused = ended(run_id, status)
-    if status in ("SUCCESS", "CANCELLED") and refused is not None:
+    meta, status, output = run_meta(run_dir, store, run_id)
+    refused = ended(run_id, status, output)
+    if refused is not None and refused.state != "failed":
         raise refused  # a finished run has nothing to resume; a cancelled one stays stopped
     if meta.get("workflow") == "go" and not meta.get("source"):
-        raise FlowError(f"run {run_id} is a flower go run: continue it with flower go -w {meta.get('workspace')}"
-                        + ("" if Path(run_dir).resolve() == Path(str(meta.get("workspace"))) / "runs" else
-                           f" -r {run_dir}"))
+        from flower.cli.go import wake_run
+
+        if store:
+            raise ConfigError("a flower go run keeps its state in its run dir: give -r, not --store")
+        # --budget here is a per-query cap (FLOWER_BUDGET); a go run's is the whole run's: `flower go --budget`
+        wake_run(run_id, Path(run_dir).resolve(), str(meta.get("workspace")), model=model,
+                 as_json=as_json or events, verbose=verbose)
+        return
     if not meta.get("source"):
         raise FlowError(f"run {run_id} was started from Python, not from a file: run that program again")
     value = _flagged(load_source(str(meta["source"])), str(meta["source"]), model=model,

@@ -160,12 +160,30 @@ def go(request: tuple[str, ...], workspace: str, run_dir: str | None, new: bool,
          as_json=as_json, verbose=verbose, window=window)
 
 
+def wake_run(run_id: str, runs: Path, workspace: str, *, model: str | None, as_json: bool, verbose: bool) -> None:
+    """`flower resume RUN` of a go run: what `flower go -w WORKSPACE -r RUNS` does, with the flags the run
+    was started with; refused in one line when RUN is not the run that would wake there."""
+    from flower.go.wake import read_state
+
+    ws = Path(workspace)
+    if not ws.is_dir():
+        _fail(f"run {run_id}: its workspace {workspace} is gone")
+    flags = read_state(runs).get("options")
+    flags = flags if isinstance(flags, dict) else {}
+    check_credentials(os.environ)
+    _run("", ws, runs, new=False, clarify_only=bool(flags.get("clarify_only")), no_goal=bool(flags.get("no_goal")),
+         rounds=int(flags.get("rounds") or 3), asks=None, timeout=1800.0, isolate=bool(flags.get("isolate")),
+         judge_can_run=bool(flags.get("judge_can_run")), model=model, budget=None, as_json=as_json,
+         verbose=verbose, expect=run_id)
+
+
 def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_goal: bool, rounds: int,
          asks: int | None, timeout: float, isolate: bool, judge_can_run: bool, model: str | None,
-         budget: float | None, as_json: bool, verbose: bool, window: str | None = None) -> None:
+         budget: float | None, as_json: bool, verbose: bool, window: str | None = None,
+         expect: str | None = None) -> None:
     from dataclasses import replace
 
-    from flower.agent.options import check_isolation
+    from flower.agent.options import check_isolation, require_git
     from flower.go import wake as waking
     from flower.go.flow import GoOptions, lead_spec, starter_flow
     from flower.human.channel import HumanChannel
@@ -175,14 +193,20 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     # the run's model and budget are the go flow's own (GoOptions), not an override of every spec
     config = replace(runtime_config(run_dir=str(runs), window=window), model=None, budget=None)
     runtime = Runtime(ws, config=config)
-    notes = Path(runtime.workbench.notes) if runtime.workbench is not None else runs
     options = GoOptions(rounds=rounds, no_goal=no_goal, clarify_only=clarify_only, isolate=isolate,
                         judge_can_run=judge_can_run, model=model, budget=budget)
     screen = _Screen(as_json=as_json, threshold=None, interactive=tty)
+    if isolate:  # before the first step: the brief and the goal live where the isolated coders can write
+        require_git(ws, ["coder"])  # refused before anything is made
+        runtime.isolate_workbench(screen)
+    notes = Path(runtime.workbench.notes) if runtime.workbench is not None else runs
     decided = waking.plan(runs, ws, notes, waking.shape(options), new=new, text=text)
     if decided.archived is not None:
         screen.say(f"archived the earlier brief, goal and run state to {decided.archived}")
     wake = decided.wake
+    if expect is not None and (wake is None or wake.run_id != expect):
+        _fail(f"run {expect} is not the run flower go would wake in {ws}"
+              + (f" (that is {wake.run_id})" if wake is not None else " (there is none)"))
     if wake is None and not text:
         text = _ask_request(tty)
     channel = HumanChannel(max_asks=asks, timeout_s=timeout, on_event=screen).bind(runtime)
@@ -196,8 +220,8 @@ def _run(text: str, ws: Path, runs: Path, *, new: bool, clarify_only: bool, no_g
     regoal = wake is not None and bool(text) and not no_goal and (notes / "goal.md").exists()
     # `waking.plan` decided: a run to wake, or a fresh one (whatever an earlier go run of the same request did)
     job = _Go(runtime, screen, channel, starter_flow(request, channel, options), options, tty=tty,
-              new=new or wake is None,
-              verbose=verbose, regoal=regoal)
+              new=new or wake is None, verbose=verbose, regoal=regoal,
+              run_id=wake.run_id if wake is not None and wake.failed else None)
     again = f"flower go -w {ws}" + ("" if runs == ws / "runs" else f" -r {runs}")
     started = time.time()
     ctx = _execute(job, notes, again)
@@ -239,6 +263,8 @@ class _Go:
     verbose: bool
     regoal: bool
     """Derive the goal again first: the human added to the brief on waking a run that has a goal."""
+    run_id: str | None = None
+    """The failed run to retry (None: the workflow engine finds the run to continue, or starts one)."""
     stopped: dict[str, float] = field(default_factory=dict)
     """"budget": the cost at which the run was stopped for going past `options.budget`."""
 
@@ -260,7 +286,8 @@ async def _main(go: _Go, notes: Path) -> Any:
             go.stopped["budget"] = go.screen.cost
             loop.call_soon_threadsafe(work.cancel)
 
-    work = asyncio.ensure_future(go.workflow.run(go.runtime, on_event=on_event, new=go.new, verbose=go.verbose))
+    work = asyncio.ensure_future(go.workflow.run(go.runtime, on_event=on_event, new=go.new, run_id=go.run_id,
+                                                 verbose=go.verbose))
     line = reader = None
     if go.tty:
         from flower.cli.console import InputLine

@@ -20,6 +20,11 @@ are `flower.flow.execution`'s.
   back in order. The steps a worker holds when it goes silent are put back in their queue after its heartbeat
   timeout (`flower.flow.fleet`).
 - A run is executed by one process at a time on a machine: a lock file in `run_dir/locks/` says which.
+- A failed run continued by name (`run(..., run_id=...)`) is retried: DBOS forks it into a new run from its
+  failed step (`flower.flow.previous.retry_from`); the checkpoints before it are copied, so its finished
+  steps replay, and the failed attempt resumes its own session (read from the failed run's stream) with
+  `texts.RESUME_AFTER_FAILURE`. A failed run is retried once: a second try names its retry. A failure in a
+  parallel step is refused in one line (its branches would all run again).
 """
 
 from __future__ import annotations
@@ -46,9 +51,9 @@ from flower.flow import engine, fleet
 from flower.flow.execution import as_definition, execute, member
 from flower.flow.executor import Attempt, Branch, Definition
 from flower.flow.isolation import branch_runtime, safe_name
-from flower.flow.previous import RUN_WORKFLOW, ended, lost_runs, previous, refuse_lost
+from flower.flow.previous import RUN_WORKFLOW, ended, failed, lost_runs, previous, refuse_lost, retry_from
 from flower.runtime.config import RuntimeConfig
-from flower.runtime.runtime import Runtime
+from flower.runtime.runtime import Runtime, new_run_id
 from flower.runtime.steps import StepResult
 from flower.stores.opening import StoreReader, open_store
 from flower.util.loader import load_target
@@ -93,6 +98,10 @@ class Live:
     """What the run recorded as its input (workflow name, workspace, run dir, source, total, context)."""
     recorded: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per DBOS workflow id: label -> the last session id recorded for it."""
+    retry_of: str | None = None
+    """The failed run this run retries (a DBOS fork of it), whose failed attempt's session it resumes."""
+    retried: set[str] = field(default_factory=set)
+    """Labels whose session comes from `retry_of`'s record: their attempt failed there."""
     inflight: dict[str, InFlight] = field(default_factory=dict)
 
     async def checkpoint(self, name: str, fn: Callable[[], Any]) -> Any:
@@ -180,15 +189,24 @@ async def _branch_workflow(payload: Branch) -> dict[str, Any]:
 async def _recorded(live: Live, workflow_id: str) -> dict[str, str]:
     """The sessions recorded for this workflow's attempts (read once per process and workflow)."""
     if workflow_id not in live.recorded:
-        found: dict[str, str] = {}
-        with contextlib.suppress(dbos_error.DBOSStreamTimeoutError):
-            async for value in DBOS.read_stream_async(
-                workflow_id, SESSIONS, timeout_seconds=0.01, polling_interval_sec=0.005
-            ):
-                if isinstance(value, dict) and value.get("label") and value.get("session_id"):
-                    found[str(value["label"])] = str(value["session_id"])
+        found = await _read_sessions(workflow_id)
+        if workflow_id == live.run_id and live.retry_of:
+            earlier = await _read_sessions(live.retry_of)
+            live.retried.update(label for label, sid in earlier.items() if found.get(label) != sid)
+            found = {**earlier, **found}
         live.recorded[workflow_id] = found
     return live.recorded[workflow_id]
+
+
+async def _read_sessions(workflow_id: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    with contextlib.suppress(dbos_error.DBOSStreamTimeoutError):
+        async for value in DBOS.read_stream_async(
+            workflow_id, SESSIONS, timeout_seconds=0.01, polling_interval_sec=0.005
+        ):
+            if isinstance(value, dict) and value.get("label") and value.get("session_id"):
+                found[str(value["label"])] = str(value["session_id"])
+    return found
 
 
 def _record_now(record: dict[str, str]) -> None:
@@ -222,7 +240,11 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
                                   payload={"subtype": "workflow", "afresh": recorded[label], "label": label}))
         del recorded[label]
     if recorded.get(label):
-        text, session, branch = attempt.resume_prompt or texts.RESUME_AFTER_CRASH, recorded[label], False
+        again = texts.RESUME_AFTER_FAILURE if label in live.retried else texts.RESUME_AFTER_CRASH
+        text, session, branch = attempt.resume_prompt or again, recorded[label], False
+        if label in live.retried:  # this run's own record: a crash of the retry resumes the same session
+            _record_now({"step": attempt.step, "label": label, "session_id": session})
+            live.retried.discard(label)
         emit(live.on_event, Event("system", f"resuming {label} in its session {session}",
                                   payload={"subtype": "workflow", "resumed": session, "label": label}))
     elif session and not branch:
@@ -350,6 +372,26 @@ async def _continue(run_id: str) -> Any:
     return await DBOS.resume_workflow_async(run_id)
 
 
+async def _to_retry(run_id: str) -> tuple[str, int] | None:
+    """Of a failed run: the step that stopped it and the DBOS step id to fork it from; None when it did not
+    fail. One line when it was retried already (that retry is the run to continue)."""
+    found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_input=False, load_output=True)
+    if not found or not failed(str(found[0].status), found[0].output):
+        return None
+    forks = await DBOS.list_workflows_async(forked_from=run_id, load_input=False, load_output=False)
+    if forks:
+        raise FlowError(f"run {run_id} failed and was retried as run {forks[-1].workflow_id}: continue that one")
+    output = found[0].output
+    where = str(output.get("_failed_at")) if isinstance(output, dict) and output.get("_failed_at") else None
+    branches = await DBOS.list_workflows_async(workflow_id_prefix=f"{run_id}/", load_input=False, load_output=True)
+    if any(failed(str(b.status), b.output) for b in branches):
+        # Its branches are child workflows whose ids the retry could not keep: it would run them all again.
+        raise FlowError(f"run {run_id} failed in parallel step {where or '?'}: a failed parallel step is not "
+                        "retried (it would run its finished branches again); flower run --new starts over")
+    steps = await DBOS.list_workflow_steps_async(run_id) or []
+    return where or "its failing checkpoint", retry_from(list(steps))
+
+
 async def _earlier(name: str, runtime: Runtime, context: dict[str, Any], on_event: OnEvent | None, *,
                    new: bool) -> str | None:
     """The unfinished run to continue (`flower.flow.previous`): refuses an ended one and, on SQLite, a run
@@ -395,13 +437,22 @@ async def run(
     if run_id is None:
         run_id = await _earlier(workflow.name, runtime, meta["context"], on_event, new=new)
     resuming = run_id is not None
+    retry = await _to_retry(run_id) if run_id is not None else None
+    failed_run = run_id if retry is not None else None
+    if failed_run is not None:
+        run_id = runtime.run_id if runtime.run_id != failed_run else new_run_id()
     run_id = run_id or runtime.run_id
     runtime.run_id = run_id
     with _run_lock(runtime.run_dir, run_id), _fleet(current):
-        live = Live(workflow, runtime, on_event, run_id, meta)
+        live = Live(workflow, runtime, on_event, run_id, meta, retry_of=failed_run)
         _LIVE[run_id] = live
         try:
-            if resuming:
+            if retry is not None:
+                _notice(on_event, f"run {failed_run} failed at {retry[0]}: retrying that step as run {run_id} "
+                                  "(its finished steps are kept)")
+                with SetWorkflowID(run_id):
+                    handle = await DBOS.fork_workflow_async(str(failed_run), retry[1])
+            elif resuming:
                 _notice(on_event, f"continuing run {run_id}")
                 handle = await _continue(run_id)
             else:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flower.errors import ConfigError, FlowerError, StoreError
+from flower.flow import fleet
 from flower.util.oneline import disk_full, first_line
 from flower.util.rundir import checked_sqlite
 
@@ -194,6 +195,8 @@ def launch(
         dbos_log = logging.getLogger("dbos")
         if not any(isinstance(f, _Quiet) for f in dbos_log.filters):
             dbos_log.addFilter(_Quiet())
+        if not url.startswith("sqlite") and fleet.OUTAGE not in dbos_log.filters:
+            dbos_log.addFilter(fleet.OUTAGE)  # a PostgreSQL restart: one line, not every thread's traceback
         config: Any = {
             "name": APP_NAME,
             "system_database_url": url,

@@ -17,6 +17,10 @@ Invariants:
   worker restarting under its name meanwhile, run each workflow once.
 - A database error in the heartbeat thread is logged once per kind and retried at the next beat; it never
   ends the process.
+- While the database cannot be reached (a PostgreSQL restart, a cut link), DBOS's background threads log
+  every failed poll, several with a traceback; `Outage` (a filter on DBOS's logger) turns that into one line
+  when the outage starts, and the heartbeat says in one line when the database answers again (issue #26
+  item 9). DBOS's threads retry on their own; nothing is restarted.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["DEFAULT_TIMEOUT", "Beat", "Heartbeat", "beating", "heartbeats"]
+__all__ = ["DEFAULT_TIMEOUT", "OUTAGE", "Beat", "Heartbeat", "Outage", "beating", "heartbeats", "unreachable"]
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds of silence after which a worker's claimed steps go back to the queue."""
@@ -56,6 +61,62 @@ _BEAT = """INSERT INTO flower_fleet.heartbeats (executor_id, role, host, pid, ti
 _SILENT = """SELECT executor_id, extract(epoch FROM now() - beat) FROM flower_fleet.heartbeats
              WHERE role = 'worker' AND executor_id <> %s AND beat < now() - make_interval(secs => timeout_s)"""
 _ALL = "SELECT executor_id, role, host, pid, timeout_s, extract(epoch FROM now() - beat) FROM flower_fleet.heartbeats"
+
+
+# The text of a lost or refused connection to the database, as psycopg and SQLAlchemy word it.
+_UNREACHABLE = re.compile(r"OperationalError|connection failed|Connection refused|server closed the connection|"
+                          r"consuming input failed|could not connect|the connection is (?:closed|lost)|"
+                          r"terminating connection|connection to server at|SSL connection has been closed",
+                          re.IGNORECASE)
+_REASON = re.compile(r"(Connection refused|server closed the connection unexpectedly|terminating connection[^\n]*|"
+                     r"could not connect[^\n]*|connection timeout expired|the connection is (?:closed|lost))",
+                     re.IGNORECASE)
+
+
+def unreachable(text: str) -> str | None:
+    """The reason, in a few words, when `text` says the database could not be reached; else None."""
+    if not _UNREACHABLE.search(text):
+        return None
+    found = _REASON.search(text)
+    return " ".join(found.group(1).split()) if found else "connection lost"
+
+
+class Outage(logging.Filter):
+    """One line per database outage instead of every failed poll of every DBOS thread, with tracebacks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._down = threading.Event()
+
+    @property
+    def down(self) -> bool:
+        return self._down.is_set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f" {type(record.exc_info[1]).__name__} {record.exc_info[1]}"
+        reason = unreachable(text)
+        if reason is None:
+            return True
+        self.lost(reason)
+        return False
+
+    def lost(self, reason: str) -> None:
+        """The database is unreachable: said once, until `back()`."""
+        if not self._down.is_set():
+            self._down.set()
+            _log.warning("the system database is unreachable (%s); retrying until it is back", reason)
+
+    def back(self) -> None:
+        """The database answered: said once after an outage."""
+        if self._down.is_set():
+            self._down.clear()
+            _log.warning("the system database is reachable again")
+
+
+OUTAGE = Outage()
+"""The process's one outage state: DBOS's logger and the heartbeat report to it."""
 
 
 @dataclass(frozen=True)
@@ -130,10 +191,14 @@ class Heartbeat:
         while not self._stop.is_set():
             try:
                 self.beat()
+                OUTAGE.back()
                 self.release_silent()
             except Exception as exc:  # noqa: BLE001 - a database that is down now: try at the next beat
                 self._drop()
-                if type(exc).__name__ not in self._logged:
+                reason = unreachable(f"{type(exc).__name__} {exc}")
+                if reason is not None:
+                    OUTAGE.lost(reason)
+                elif type(exc).__name__ not in self._logged:
                     self._logged.add(type(exc).__name__)
                     _log.warning("fleet heartbeat of %s failed: %s", self.executor_id, " ".join(str(exc).split()))
             self._stop.wait(interval(self.timeout))

@@ -13,6 +13,10 @@ the same workspace and run dir again:
 
 A run recorded for another workspace (a copied or moved directory) is left alone: a one-line notice when it
 is unfinished, and a fresh run starts.
+
+A failed run is woken only when asked by name (`flower resume RUN`, or `flower go` waking its workspace's
+run, issue #26 item 7): DBOS forks it into a new run (`fork_workflow`) that keeps the checkpoints recorded
+before `retry_from(...)` and runs again from there, so its finished steps are replayed, never repeated.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from flower.errors import FlowError, RunEnded
 from flower.flow.isolation import safe_name
 from flower.util.oneline import first_line
 
-__all__ = ["ended", "lost_runs", "previous", "refuse_lost"]
+__all__ = ["ended", "failed", "lost_runs", "previous", "refuse_lost", "retry_from"]
 
 RUN_WORKFLOW = "flower.run"
 UNFINISHED = ("PENDING", "ENQUEUED")
@@ -40,6 +44,7 @@ def ended(run_id: str, status: str, output: Any = None, error: Any = None, *, na
     can be. A cancelled run stays stopped for good: cancelling it was the user's decision."""
     run = f"run {run_id}" + (f" of {name}" if name else "")
     hint = "flower run --new starts a fresh run"
+    retry = f"flower resume {run_id} retries its failed step; " + hint
     if status == "CANCELLED":
         return RunEnded(f"{run} was cancelled: a cancelled run stays stopped ({hint})", run_id=run_id,
                         state="cancelled")
@@ -49,8 +54,43 @@ def ended(run_id: str, status: str, output: Any = None, error: Any = None, *, na
                         state="finished")
     if status == "SUCCESS" or status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
         why = f" at step {failed_at}" if failed_at else (f": {first_line(error)}" if error else "")
-        return RunEnded(f"{run} failed{why}: nothing to continue ({hint})", run_id=run_id, state="failed")
+        return RunEnded(f"{run} failed{why}: nothing to continue ({retry})", run_id=run_id, state="failed")
     return None
+
+
+def failed(status: str, output: Any) -> bool:
+    """A run with this DBOS status and output ended failed: a step stopped it, or the workflow raised."""
+    stopped = isinstance(output, dict) and bool(output.get("_failed_at"))
+    return (status == "SUCCESS" and stopped) or status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+
+
+def _name(row: Any) -> str:
+    return str(row.get("function_name") or "")
+
+
+def retry_from(steps: list[Any]) -> int:
+    """The DBOS step id a failed run is forked from (its checkpoints before it are kept): a checkpoint that
+    raised; else, within the step that stopped the run, its last agent attempt when that attempt failed, or
+    what followed it (the gate that said stop); else the first step after the last one that settled."""
+    rows = sorted(steps, key=lambda row: int(row["function_id"]))
+    for row in rows:
+        if row.get("error") is not None:
+            return int(row["function_id"])
+    start, stop = 1, None
+    for row in rows:
+        if _name(row).startswith("settle:"):
+            output = row.get("output")
+            if isinstance(output, dict) and output.get("_failed_at"):
+                stop = int(row["function_id"])
+                break
+            start = int(row["function_id"]) + 1
+    if stop is None:
+        return start
+    attempts = [row for row in rows if start <= int(row["function_id"]) < stop and _name(row).startswith("agent:")]
+    if not attempts:
+        return start
+    last = attempts[-1]
+    return int(last["function_id"]) + (0 if not getattr(last.get("output"), "ok", False) else 1)
 
 
 def _meta(row: Any) -> dict[str, Any]:

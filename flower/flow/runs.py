@@ -159,7 +159,8 @@ def _rows(client: DBOSClient, run_dir: str | os.PathLike[str], beats: Any = None
 
 
 @contextlib.contextmanager
-def _found(run_dir: str | os.PathLike[str], store: str | None, run_id: str, *, load_input: bool) -> Iterator[tuple[DBOSClient, WorkflowStatus]]:
+def _found(run_dir: str | os.PathLike[str], store: str | None, run_id: str, *, load_input: bool,
+           load_output: bool = False) -> Iterator[tuple[DBOSClient, WorkflowStatus]]:
     """A client of the run dir's (or store's) system database and the status of `run_id`; one line when
     there is no such run."""
     client = engine.client(run_dir, store)
@@ -167,7 +168,7 @@ def _found(run_dir: str | os.PathLike[str], store: str | None, run_id: str, *, l
         raise FlowError(f"unknown run {run_id}: no runs in {Path(run_dir).resolve()}")
     try:
         found = client.list_workflows(workflow_ids=[run_id], name=RUN_WORKFLOW, load_input=load_input,
-                                      load_output=False)
+                                      load_output=load_output)
         if not found:
             raise FlowError(f"unknown run {run_id}")
         yield client, found[0]
@@ -175,10 +176,10 @@ def _found(run_dir: str | os.PathLike[str], store: str | None, run_id: str, *, l
         client.destroy()
 
 
-def run_meta(run_dir: str | os.PathLike[str], store: str | None, run_id: str) -> tuple[dict[str, Any], str]:
-    """The recorded metadata (workflow, workspace, source, ...) and DBOS status of one run."""
-    with _found(run_dir, store, run_id, load_input=True) as (_, status):
-        return _meta(status), str(status.status)
+def run_meta(run_dir: str | os.PathLike[str], store: str | None, run_id: str) -> tuple[dict[str, Any], str, Any]:
+    """The recorded metadata (workflow, workspace, source, ...), DBOS status and output of one run."""
+    with _found(run_dir, store, run_id, load_input=True, load_output=True) as (_, status):
+        return _meta(status), str(status.status), status.output
 
 
 def cancel_run(run_dir: str | os.PathLike[str], store: str | None, run_id: str) -> str:

@@ -5,6 +5,8 @@ was woken and the flags that shape its steps. From that file and the workspace's
 - a run still running in another process: refuse (never archive, cancel or append under a live process);
 - `--new`: brief, goal, judge rounds and the state move to notes/archive/<time>/, and the interrupted runs
   are cancelled, so a later `flower go` does not wake one of them again; then a fresh run;
+- the last run failed: wake it by retrying its failed step (`flower.flow.durable`: a DBOS fork that keeps
+  the finished steps, the brief and the answers), given the same step-shaping flags;
 - the last interrupted run: wake it, given the same step-shaping flags (other flags refuse);
 - no run to wake, but an earlier run's brief on disk: refuse, and say how to start over;
 - otherwise: a fresh run.
@@ -42,6 +44,8 @@ class Wake:
     run_id: str
     number: int
     request: str
+    failed: bool = False
+    """The run failed: waking it retries its failed step as a new run."""
 
 
 def shape(options: GoOptions) -> dict[str, Any]:
@@ -114,7 +118,9 @@ def decide(history: Sequence[RunRow], state: dict[str, Any], flags: dict[str, An
     """The run this `flower go` wakes (the last interrupted one), or None for a fresh run; a `ConfigError`
     when the flags differ from the ones the run was started with, or when an earlier run's brief is on disk
     with no run left to wake."""
-    prior = next((r.run_id for r in reversed(history) if r.state == "interrupted"), None)
+    failed = bool(history) and history[-1].state == "failed"
+    prior = history[-1].run_id if failed else next((r.run_id for r in reversed(history)
+                                                    if r.state == "interrupted"), None)
     if prior is None:
         if history and brief.exists():
             ended = history[-1]
@@ -125,7 +131,7 @@ def decide(history: Sequence[RunRow], state: dict[str, Any], flags: dict[str, An
         raise ConfigError(f"run {prior} was started with other flags ({state['options']}); wake it with the same "
                           "flags, or start over with --new")
     wakes = state.get("wakes", 0)
-    return Wake(prior, (wakes if isinstance(wakes, int) else 0) + 1, str(state.get("request") or text))
+    return Wake(prior, (wakes if isinstance(wakes, int) else 0) + 1, str(state.get("request") or text), failed)
 
 
 @dataclass(frozen=True)
@@ -150,7 +156,8 @@ def banner(wake: Wake, notes: Path, run_dir: Path) -> list[str]:
     """The lines that say what a wake resumes: the run, the brief, the goal and the work session."""
     brief = Brief.load(notes / "brief.md")
     goal = Goal.load(notes / "goal.md")
-    lines = [f"<- waking run {wake.run_id} (wake {wake.number})"]
+    lines = [f"<- waking run {wake.run_id} (wake {wake.number})"
+             + (": retrying its failed step" if wake.failed else "")]
     lines.append("   brief: " + ("confirmed" if brief is not None and brief.complete else "not yet confirmed"))
     lines.append(f"   goal: {len(goal.checks)} items" if goal is not None else "   goal: not set yet")
     work = _last_work_row(run_dir)

@@ -34,7 +34,7 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, SessionStore, proj
 from claude_agent_sdk.types import SessionKey
 
 from flower.agent.events import Event, OnEvent, emit
-from flower.agent.options import build_options, check_isolation
+from flower.agent.options import build_options, check_isolation, isolated_types
 from flower.agent.output import OutputType, output_schema, parse_output
 from flower.agent.spec import AgentSpec
 from flower.errors import ConfigError
@@ -57,16 +57,21 @@ from flower.runtime.tally import Tally
 from flower.runtime.tracing import traced
 from flower.stores._common import main_usages
 from flower.util.rundir import checked_sqlite, make_run_dir
-from flower.workbench.bench import Placement, Workbench
+from flower.workbench.bench import Placement, Workbench, outside_checkout
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from flower.runtime.rewind import Rewound
 
-__all__ = ["Runtime", "StepResult", "append_manifest"]
+__all__ = ["Runtime", "StepResult", "append_manifest", "new_run_id"]
 
 _FIELDS = frozenset(f.name for f in fields(RuntimeConfig))
+
+
+def new_run_id() -> str:
+    """A fresh run id: the start time (UTC), the process id and a random tail."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{secrets.token_hex(3)}"
 
 
 def _policy(value: bool | Any, default: Any) -> Any:
@@ -113,8 +118,7 @@ class Runtime:
         self.portable = cfg.portable
         self.placement: Placement = cfg.placement
         self.env = dict(cfg.env)
-        self.run_id = run_id or (datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-                                 + f"-{os.getpid()}-{secrets.token_hex(3)}")
+        self.run_id = run_id or new_run_id()
         self.store = self._make_store(store, cfg.project, trim=cfg.trim, ephemeral=cfg.ephemeral,
                                       keep_denials=cfg.keep_denials)
         self._policies = {**rewrite_policies(self.store), "spill_threshold": cfg.spill_threshold,
@@ -172,6 +176,8 @@ class Runtime:
         started, clock = now(), time.monotonic()
         self._steering.note = None  # an interrupt that arrived after the last step ended is void
         check_isolation(spec, self.workspace)
+        if isolated_types(spec):
+            self.isolate_workbench(on_event)
         if self.workbench is not None:
             self.workbench.refresh()
         self._bind_channel(spec)
@@ -282,6 +288,19 @@ class Runtime:
         for ident, model, usage in main_usages(entries):
             meter.observe(ident, usage, model)
         meter.seeded = len(meter.per_message)
+
+    def isolate_workbench(self, on_event: OnEvent | None = None) -> Workbench | None:
+        """The default workbench moved out of the checkout (`outside_checkout`), so that workers isolated in
+        git worktrees can Write and Edit it; said once as an event. A workbench given to the runtime, or one
+        already outside the workspace, stays where it is. Call it before the first step (`flower go
+        --isolate` does); `run` calls it for a spec with isolated workers."""
+        if self.workbench is None or self.config.workbench is not True or self.workbench.external:
+            return self.workbench
+        self.workbench = Workbench(self.workspace, root=outside_checkout(self.workspace)).ensure()
+        emit(on_event, Event("system", f"isolated workers: the workbench is {self.workbench.root}, outside the "
+                                       "checkout, where their Write and Edit are allowed",
+                             payload={"subtype": "workbench", "root": str(self.workbench.root)}))
+        return self.workbench
 
     async def has_history(self, session_id: str) -> bool:
         """The store holds a prompt or a reply of this session: a resume of it has a conversation to continue

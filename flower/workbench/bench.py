@@ -15,10 +15,14 @@ Invariants:
 - The prompt block splits into a stable part (location + rules, for the system prompt, identical across
   steps and generations) and a changing listing (for the step's first user message) (B-3).
 - File names and descriptions are escaped: no newline or control character from disk reaches a prompt.
+- Workers isolated in git worktrees (L-13) get a workbench outside the checkout (`outside_checkout`): the CLI
+  refuses an isolated agent's Write and Edit anywhere in the shared checkout (it checks the resolved path
+  before any hook runs), and allows them outside it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
@@ -41,6 +45,7 @@ __all__ = [
     "Section",
     "Workbench",
     "index_guard",
+    "outside_checkout",
     "relay_guard",
     "relay_input",
     "strip_listing",
@@ -126,6 +131,17 @@ def describe(head: str) -> str:
 def _clip(text: str) -> str:
     text = escape(text.strip())
     return text if len(text) <= _DESC_MAX else text[: _DESC_MAX - 1] + "\N{HORIZONTAL ELLIPSIS}"
+
+
+def outside_checkout(workspace: str | os.PathLike[str]) -> Path:
+    """The workbench root of a workspace whose workers are isolated in git worktrees: one folder per
+    workspace under the user's state folder (`$XDG_STATE_HOME`, default `~/.local/state`), outside every
+    checkout, so an isolated worker's Write and Edit reach it."""
+    real = os.path.realpath(workspace)
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    name = re.sub(r"[^\w.-]+", "_", Path(real).name) or "workspace"
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return Path(state) / "flower" / "workbenches" / f"{name}-{digest}"
 
 
 def human_size(size: int) -> str:

@@ -11,6 +11,7 @@ from flower.agent.roles import coordinator, worker
 from flower.errors import ConfigError
 from flower.runtime.runtime import Runtime
 from flower.testing import ScriptedAPI, text, tool_use
+from flower.workbench.bench import outside_checkout
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -26,15 +27,24 @@ def _dispatch(marker: str) -> dict[str, object]:
             "run_in_background": False}
 
 
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # where the isolated workbench goes
+
+
+def _repo(workspace: Path, *names: str) -> None:
+    for name in names:
+        (workspace / name).write_text(name[0] + "\n")
+    _git(workspace, "init", "-q")
+    _git(workspace, "add", *names)
+    _git(workspace, "commit", "-qm", "init")
+
+
 async def test_two_isolated_coders_change_files_in_their_own_worktrees(
     scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
 ) -> None:
-    (workspace / "a.txt").write_text("a\n")
-    (workspace / "b.txt").write_text("b\n")
-    _git(workspace, "init", "-q")
-    _git(workspace, "add", "a.txt", "b.txt")
-    _git(workspace, "commit", "-qm", "init")
-    wb_note = workspace / ".flower" / "artifacts" / "from-worktree.txt"
+    _repo(workspace, "a.txt", "b.txt")
+    wb_note = outside_checkout(workspace) / "artifacts" / "from-worktree.txt"
     scripted_api.script(
         [tool_use("Agent", _dispatch("ISO-A")), tool_use("Agent", _dispatch("ISO-B")), text("both done")],
         subagents={
@@ -71,3 +81,64 @@ async def test_a_non_git_workspace_is_refused_before_any_request(
         await rt.run(lead, "go")
     assert "\n" not in str(caught.value)
     assert scripted_api.requests == []
+
+
+async def test_an_isolated_worker_writes_and_edits_the_shared_workbench_with_write_and_edit(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Issue #26 item 11: the CLI refuses an isolated agent's Write or Edit anywhere in the shared checkout,
+    so the workbench of a run with isolated workers lives outside it; the worker's Write and Edit land in
+    it, and the shared index lists the new file."""
+    _repo(workspace, "a.txt")
+    lead = coordinator("lead", "Goal.", {"coder": worker("codes", "You code.", isolate=True)})
+    events: list[str] = []
+    rt = Runtime(workspace, run_dir=tmp_path / "runs", env=scripted_api.cli_env(tmp_path / "home"))
+    bench = outside_checkout(workspace)
+    plan = bench / "notes" / "plan.md"
+    plan.parent.mkdir(parents=True)
+    plan.write_text("# Plan\nstep one: TODO\n")
+    note = bench / "notes" / "found.md"
+    scripted_api.script(
+        [tool_use("Agent", _dispatch("ISO-W")), text("noted")],
+        subagents={"ISO-W": [
+            tool_use("Write", {"file_path": str(note), "content": "# desc: what the coder found\nquoting is RFC\n"}),
+            tool_use("Read", {"file_path": str(plan)}),
+            tool_use("Edit", {"file_path": str(plan), "old_string": "step one: TODO", "new_string": "step one: done"}),
+            text("wrote and edited"),
+        ]},
+    )
+    result = await rt.run(lead, "note what you find", on_event=lambda e: events.append(e.text))
+
+    assert result.ok, result.error
+    assert rt.workbench is not None and rt.workbench.root == bench.resolve()
+    results = [r.result_text() for r in scripted_api.subagent_requests()]
+    assert not any("isolated in the worktree" in text for text in results), results
+    assert note.read_text() == "# desc: what the coder found\nquoting is RFC\n"
+    assert plan.read_text() == "# Plan\nstep one: done\n"
+    assert "notes/found.md" in (bench / "INDEX.md").read_text()  # indexed in the shared workbench
+    assert not (workspace / ".flower" / "notes" / "found.md").exists()
+    assert any(f"the workbench is {bench.resolve()}" in line for line in events)
+    # The relay line named the shared workbench outside the checkout in the worker's prompt.
+    (dispatched,) = [r for r in scripted_api.subagent_requests() if "ISO-W" in r.text][:1]
+    assert str(bench.resolve()) in dispatched.text
+
+
+def test_go_isolate_keeps_the_brief_in_the_workbench_outside_the_checkout(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    import sys
+
+    _repo(workspace, "a.txt")
+    brief = ("## Goal\nG.\n## Acceptance criteria\n- a.txt says b\n## Bounds\nNone.\n"
+             "## Unknowns and assumptions\nNone.\n")
+    scripted_api.script([text(brief)])
+    env = scripted_api.cli_env(tmp_path / "home", XDG_STATE_HOME=str(tmp_path / "state"))
+    ran = subprocess.run([sys.executable, "-m", "flower", "go", "--isolate", "--clarify-only", "make a say b"],
+                         cwd=workspace, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                         timeout=180)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    bench = tmp_path / "state" / "flower" / "workbenches"
+    (root,) = bench.iterdir()
+    assert "G." in (root / "notes" / "brief.md").read_text()
+    assert not (workspace / ".flower" / "notes" / "brief.md").exists()
+    assert str(root / "notes" / "brief.md") in ran.stdout.replace("\n  ", "")  # the summary names it

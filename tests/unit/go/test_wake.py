@@ -145,3 +145,19 @@ def test_banner_says_what_is_resumed(tmp_path: Path) -> None:
                      "   work session 01234567 at 12,345 tokens of context"]
     (tmp_path / "manifest.json").write_text("{broken")
     assert banner(Wake("r1", 1, "x"), tmp_path, tmp_path)[-1] == "   goal: not set yet"
+
+
+def test_a_failed_last_run_is_woken_to_retry_its_failed_step(tmp_path: Path) -> None:
+    brief = tmp_path / "brief.md"
+    brief.write_text(BRIEF)  # its brief and answers stay: waking keeps them
+    state = {"request": "the first sentence", "wakes": 0, "options": FLAGS}
+    history = [_row("r1", "interrupted"), _row("r2", "failed")]
+    assert decide(history, state, FLAGS, text="", brief=brief) == Wake("r2", 1, "the first sentence", failed=True)
+    # a failed run that is not the last one is not woken: its retry (the last run) is what continues
+    with pytest.raises(ConfigError, match=r"the last run \(r3\) finished"):
+        decide([_row("r2", "failed"), _row("r3", "finished")], state, FLAGS, text="", brief=brief)
+
+
+def test_the_banner_says_a_failed_run_is_retried(tmp_path: Path) -> None:
+    lines = banner(Wake("r2", 1, "x", failed=True), tmp_path, tmp_path)
+    assert lines[0] == "<- waking run r2 (wake 1): retrying its failed step"

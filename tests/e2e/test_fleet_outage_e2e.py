@@ -1,0 +1,106 @@
+"""A `flower worker` through a PostgreSQL outage: one line per problem, and it works again afterwards
+(issue #26 item 9).
+
+The shared server is never restarted (other tests use it): the worker reaches it through a TCP proxy the
+test cuts (every connection dropped, new ones refused, as in a restart) and restores. Before, each DBOS
+thread (queue, scheduler, notification listener, background jobs) logged every failed poll, several with a
+traceback: hundreds of lines for a few seconds of outage.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flower.flow import engine
+from flower.testing import ScriptedAPI, text
+from tests.support.fleet import first_line, fleet_database, flower
+from tests.support.tcpproxy import TcpProxy
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
+
+FLOW = """\
+from flower import AgentSpec, Step, Workflow
+
+spec = AgentSpec(name="agent", instructions="You work on one item.", allowed_tools=["Read"])
+fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in range(6)], limit=3)],
+               name="fan")
+"""
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    with fleet_database() as dsn:
+        yield dsn
+
+
+def _lines_until(child: Any, wanted: str, timeout: float) -> list[str]:
+    """The worker's stderr lines up to and including the first one containing `wanted`."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([child.stderr], [], [], 0.5)
+        if ready:
+            line = child.stderr.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+            if wanted in line:
+                return lines
+    raise AssertionError(f"no line with {wanted!r}; the worker wrote {lines}")
+
+
+def test_a_worker_says_one_line_while_postgresql_is_down_and_takes_steps_when_it_is_back(
+    scripted_api: ScriptedAPI, tmp_path: Path, database: str
+) -> None:
+    def handler(request: Any) -> Any:
+        (item,) = set(re.findall(r"ITEM-(n\d)", request.text))
+        return text(f"done {item}", delay=2.0)
+
+    scripted_api.handler = handler
+    (tmp_path / "flow.py").write_text(FLOW)
+    env = scripted_api.cli_env(tmp_path / "home")
+    proxy = TcpProxy(("127.0.0.1", int(re.search(r":(\d+)/", database).group(1))))  # type: ignore[union-attr]
+    through = re.sub(r":\d+/", f":{proxy.port}/", database, count=1)
+    worker = flower(env, "worker", "--store", through, "--id", "w1", "--heartbeat-timeout", "4",
+                    "-r", str(tmp_path / "w1-runs"))
+    lead = None
+    client = None
+    try:
+        assert first_line(worker).startswith("worker w1 on ")
+        time.sleep(2)
+        proxy.cut()  # PostgreSQL goes away for the worker
+        time.sleep(10)
+        proxy.restore()
+        said = _lines_until(worker, "reachable again", timeout=60)
+        assert said == ["the system database is unreachable (server closed the connection unexpectedly); "
+                        "retrying until it is back", "the system database is reachable again"], said
+
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        runs = tmp_path / "runs"
+        lead = flower(env, "run", f"{tmp_path / 'flow.py'}:fan", "-w", str(ws), "-r", str(runs), "--store", database)
+        out, err = lead.communicate(timeout=180)
+        assert lead.returncode == 0, err
+        client = engine.client(runs, database)
+        (run,) = client.list_workflows(name="flower.run")
+        assert run.output["each"] == [f"done n{i}" for i in range(6)]
+        assert "w1" in run.output["_ran_by"].values(), run.output["_ran_by"]  # the worker took steps again
+    finally:
+        if client is not None:
+            client.destroy()
+        for child in (worker, lead):
+            if child is not None and child.poll() is None:
+                os.killpg(child.pid, signal.SIGTERM)
+                child.wait(timeout=30)
+        proxy.cut()
+    rest = worker.stderr.read() if worker.stderr is not None else ""
+    assert "Traceback" not in rest and "WARNING" not in rest, rest[:2000]
