@@ -82,8 +82,9 @@ def worker(
     for flag, value in (("discipline", discipline), ("isolate", isolate)):
         if not isinstance(value, bool):
             raise ConfigError(f"{owner}: {flag} must be True or False, not {value!r}")
+    if isinstance(approve, (list, tuple)):  # a typo in a tool name first, with its suggestion
+        check_tools(owner, "approve", [rule for rule in approve if isinstance(rule, str)])
     rules = check_rules(owner, approve)
-    check_tools(owner, "approve", [rule.text for rule in rules if rule.predicate is None])
     body = prompt.strip() + ("\n\n" + texts.WORKER_RULES if discipline else "")
     definition = AgentDefinition(
         description=description.strip(),

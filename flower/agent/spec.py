@@ -162,8 +162,9 @@ class AgentSpec:
 
     def _check_approve(self) -> None:
         owner = f"AgentSpec {self.name!r}"
+        if isinstance(self.approve, (list, tuple)):  # a typo in a tool name first, with its suggestion
+            check_tools(owner, "approve", [rule for rule in self.approve if isinstance(rule, str)])
         self.approve = check_rules(owner, self.approve)
-        check_tools(owner, "approve", [rule.text for rule in self.approve if rule.predicate is None])
         asking = [f"worker {name!r}" for name, d in (self.agents or {}).items() if worker_rules(d)]
         if self.approve:
             asking.insert(0, "it")

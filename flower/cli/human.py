@@ -154,7 +154,8 @@ def asks(run: str, store: str | None, schema: str, as_json: bool) -> None:
 @store_option
 @schema_option
 def answer(run: str, words: tuple[str, ...], decline: bool, store: str | None, schema: str) -> None:
-    """Answer a waiting question (the oldest, unless QID like q3 is given)."""
+    """Answer a waiting question (the oldest, unless QID like q3 is given). An approval of a tool call takes
+    yes or no, then an optional reason."""
     qid = words[0] if _QID.fullmatch(words[0]) and (len(words) > 1 or decline) else None
     text = _text(words[1:] if qid else words, "answer")
     if not text and not decline:
