@@ -18,8 +18,10 @@ Invariants:
   looked at, and `bash -c` / `sh -c` / `eval` strings are parsed in turn. A compound command needs approval
   when any part matches (`true && git push` matches `Bash(git push:*)`).
 - Matching errs towards asking: a program word that is computed (`$G push`, `"$(which git)" push`), a word
-  where the rule expects one that is computed (`git $CMD`), a command the parser cannot read, or a predicate
-  that raises, all count as a match. Options and what may be their arguments are skipped between the rule's
+  where the rule expects one that is computed (`git $CMD`), a command the parser cannot read, a predicate
+  that raises, the rule's program named in an argument (`alias g=git`, `ln -s /usr/bin/git g`, `sudo git`),
+  and a string argument that reads as a matching command (`ssh host 'git push'`, `env -S 'git push'`, and
+  so also `echo 'git push'`), all count as a match. Options and what may be their arguments are skipped between the rule's
   words (`git -C repo push`, `git push --force origin`), and the program is found behind wrappers and
   assignments (`FOO=1 env sudo /usr/bin/git push`).
 - What a program does by itself is not seen: a git alias or a script that pushes. A rule reads the command line.
@@ -246,12 +248,35 @@ _MAX_DEPTH = 4
 def bash_matches(content: str, command: str) -> bool:
     """Whether the Bash `command` needs approval under the rule content `content` (`git push:*`, `npm test`,
     `git * --force`): any simple command in it matches, or it cannot be read."""
-    pattern = _pattern(content)
+    return _command_text_matches(_pattern(content), command, 0)
+
+
+def _command_text_matches(pattern: _Pattern, command: str, depth: int) -> bool:
+    if depth > _MAX_DEPTH:
+        return True
     try:
         commands = _simple_commands(command, 0)
     except _Unreadable:
         return _textual(pattern, command)
-    return any(_command_matches(pattern, words) for words in commands)
+    program = pattern.words[0] if pattern.words else ""
+    for words in commands:
+        if _command_matches(pattern, words):
+            return True
+        for value in words[1:]:
+            if value is None:
+                continue
+            if _names_program(value, program):
+                return True  # the program named where a command may take it: alias g=git, ln -s /usr/bin/git g
+            if any(ch.isspace() for ch in value) and _command_text_matches(pattern, value, depth + 1):
+                return True  # a string a program may run: ssh host 'git push', env -S, watch, su -c
+    return False
+
+
+def _names_program(value: str, program: str) -> bool:
+    if not program or "*" in program:
+        return False
+    name = posixpath.basename(program)
+    return any(posixpath.basename(part) == name for part in re.split(r"[=:,]", value))
 
 
 class _Unreadable(Exception):

@@ -99,6 +99,16 @@ PUSH = "git push:*"
     "find . -maxdepth 0 -exec git push \\;",
     "true &&\n git push",
     "[[ -d .git ]] && git push",
+    "alias g=git; g push",
+    "ln -s /usr/bin/git ./g && ./g push",
+    "hash -p /usr/bin/git g; g push",
+    "ssh host 'git push'",
+    "env -S 'git push origin'",
+    "watch -n 60 \"git push\"",
+    "g() { git \"$@\"; }; g push",
+    "git $'\\x70ush'",
+    "echo 'git push'",  # a string argument that reads as the command: some programs run theirs
+    "git commit -m \"don't git push yet\"",  # one the parser cannot read: it names the program
 ])
 def test_a_prefix_rule_catches_every_way_to_run_the_command(command: str) -> None:
     assert bash_matches(PUSH, command), command
@@ -107,8 +117,8 @@ def test_a_prefix_rule_catches_every_way_to_run_the_command(command: str) -> Non
 @pytest.mark.parametrize("command", [
     "git status",
     "git log --grep push",
-    "echo 'git push'",
-    "grep -r \"git push\" docs",
+    "git commit -m 'ready to push'",
+    "grep -rn 'push it' docs",
     "git pushx",
     "gitk push",
     "git fetch && git rebase",
