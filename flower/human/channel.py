@@ -107,6 +107,8 @@ class HumanChannel:
         self._cursor = 0
         self._received: set[str] = set()
         self._follow: Runtime | None = None  # a bound runtime whose run id names the run (a workflow may change it)
+        self._shown: Callable[[Event], Any] | None = None
+        """The running step's event callback: approval questions are shown there too (`show_approvals`)."""
         self._steer: Runtime | None = None
         """The bound runtime: a steering letter calls its `handoff(goal)` or `interrupt(remark)`."""
         if mailbox is not None:
@@ -506,13 +508,23 @@ class HumanChannel:
         except OSError as exc:
             self._record("log", exc)
 
+    def show_approvals(self, on_event: Callable[[Event], Any] | None) -> None:
+        """Send the `ask` events of approvals (L-15) to `on_event` as well (the running step's: the live view
+        of `flower run` shows them, `--events` prints them); None stops it. The `Runtime` running a spec with
+        this channel sets it for each step."""
+        self._shown = on_event
+
     def _emit(self, event: Event) -> None:
-        if self.on_event is None:
-            return
-        try:
-            self.on_event(event)
-        except Exception as exc:  # a crashed frontend must not end a three-hour run
-            self._record("on_event", exc)
+        targets = [self.on_event]
+        if "approval" in event.payload and self._shown is not None and self._shown is not self.on_event:
+            targets.append(self._shown)
+        for target in targets:
+            if target is None:
+                continue
+            try:
+                target(event)
+            except Exception as exc:  # a crashed frontend must not end a three-hour run
+                self._record("on_event", exc)
 
     def _record(self, where: str, exc: BaseException) -> None:
         with self._lock:

@@ -167,7 +167,14 @@ class Runtime:
         step = Step(spec, prompt, name, ContextMeter(), Tally(), on_event)
         if resume is not None:
             await self._seed(step.meter, resume)
-        end = await run_step(self, step, resume, fork)
+        shown = getattr(spec.channel, "show_approvals", None)  # its approval questions join this step's events
+        if callable(shown):
+            shown(on_event)
+        try:
+            end = await run_step(self, step, resume, fork)
+        finally:
+            if callable(shown):
+                shown(None)
         tally, meter = step.tally, step.meter
         result = StepResult(
             step=name, session_id=end.session, ok=end.error is None and end.outcome.settled,

@@ -105,8 +105,9 @@ def test_a_workers_call_waits_for_a_yes_from_another_process_then_runs(scripted_
     assert not (tmp / "ws" / "ran.txt").exists()
     said = cli("answer", str(tmp / "runs"), "q1", "yes", cwd=tmp)
     assert (said.returncode, said.stdout, said.stderr) == (0, f"approved q1: {asked['question']}\n", "")
-    code, _, err = finish(child)
+    code, out, err = finish(child)
     assert code == 0, err
+    assert "? q1 approve shipper's Bash: " + PUSH["command"] in out.splitlines() and "+ q1 approved" in out, out
     assert (tmp / "ws" / "ran.txt").read_text() == "ran\n"
     assert cli("asks", str(tmp / "runs"), cwd=tmp).stdout == "no question is waiting\n"
 
@@ -122,8 +123,12 @@ def test_a_no_with_a_reason_reaches_the_model_as_a_denial_and_the_call_never_run
         1, "flower: q1 asks to approve a call: answer yes or no, then an optional reason\n")
     said = cli("answer", str(tmp / "runs"), "q1", "no", "the release is frozen", cwd=tmp)
     assert said.returncode == 0 and said.stdout.startswith("denied q1: Approve Bash: "), said.stderr
-    code, _, err = finish(child)
+    code, out, err = finish(child)
     assert code == 0, err
+    lines = out.splitlines()  # the live view, in a pipe: the question, how to answer it, how it ended
+    assert "? q1 approve Bash: true && git push origin main 2>/dev/null; echo ran >> ran.txt" in lines, out
+    assert "  flower answer RUN_DIR q1 yes|no [reason]   (rule Bash(git push:*))" in lines
+    assert "x q1 denied: the release is frozen" in lines
     seen = scripted_api.main_requests[1].result_text()
     assert seen == "PreToolUse:Bash hook error: " + texts.APPROVAL_DENIED.format(
         rule=RULE, reason=" Reason: the release is frozen."), seen

@@ -108,3 +108,21 @@ def test_a_switch_to_the_fallback_model_is_one_line() -> None:
     live.update(event)
     assert sink.getvalue().splitlines() == [
         "! model opus-x failed (overloaded): this turn runs on the fallback sonnet-y"]
+
+
+def test_an_approval_is_shown_with_how_to_answer_it_and_how_it_ended() -> None:
+    live, sink = view()
+    about = {"tool": "Bash", "rule": "Bash(git push:*)", "agent": "shipper", "call": "git push origin main"}
+    for state, answer in (("asked", ""), ("answered", "yes, go"), ("answered", "no: frozen"), ("declined", "later"),
+                          ("timeout", "")):
+        live.update(Event("ask", "Approve ...", payload={"id": "q1", "state": state, "answer": answer,
+                                                          "approval": about}))
+    live.update(Event("ask", "Which colour?", payload={"id": "q2", "state": "asked"}))  # not an approval
+    assert sink.getvalue().splitlines() == [
+        "? q1 approve shipper's Bash: git push origin main",
+        "  flower answer RUN_DIR q1 yes|no [reason]   (rule Bash(git push:*))",
+        "+ q1 approved: go",
+        "x q1 denied: frozen",
+        "x q1 denied: later",
+        "x q1 denied: nobody answered in time",
+    ]
