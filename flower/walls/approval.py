@@ -288,14 +288,14 @@ Words = list["str | None"]
 
 
 def _simple_commands(command: str, depth: int) -> list[Words]:
-    import bashlex
+    from flower.walls.glance.judge import parse_shell  # its tables are built on first use (~150 ms)
 
     if depth > _MAX_DEPTH:
         raise _Unreadable
     if not command.strip():
         return []
     try:
-        trees = bashlex.parse(command)
+        trees = parse_shell(command)
     except Exception:
         raise _Unreadable from None
     found: list[Words] = []
