@@ -107,7 +107,7 @@ class HumanChannel:
         self._cursor = 0
         self._received: set[str] = set()
         self._follow: Runtime | None = None  # a bound runtime whose run id names the run (a workflow may change it)
-        self._shown: Callable[[Event], Any] | None = None
+        self._step_events: Callable[[Event], Any] | None = None
         """The running step's event callback: approval questions are shown there too (`show_approvals`)."""
         self._steer: Runtime | None = None
         """The bound runtime: a steering letter calls its `handoff(goal)` or `interrupt(remark)`."""
@@ -512,12 +512,12 @@ class HumanChannel:
         """Send the `ask` events of approvals (L-15) to `on_event` as well (the running step's: the live view
         of `flower run` shows them, `--events` prints them); None stops it. The `Runtime` running a spec with
         this channel sets it for each step."""
-        self._shown = on_event
+        self._step_events = on_event
 
     def _emit(self, event: Event) -> None:
         targets = [self.on_event]
-        if "approval" in event.payload and self._shown is not None and self._shown is not self.on_event:
-            targets.append(self._shown)
+        if "approval" in event.payload and self._step_events is not None and self._step_events is not self.on_event:
+            targets.append(self._step_events)
         for target in targets:
             if target is None:
                 continue
