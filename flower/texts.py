@@ -254,6 +254,19 @@ INBOX_NOT_SAVED = (
     "the next step. Write what matters to a note now.]"
 )
 
+# --- approvals (L-15) ----------------------------------------------------------------------------
+# The question a matching call puts on the human channel. {tool}, {call}: the call; {rule}: the rule.
+APPROVAL_QUESTION = "Approve {who}{tool}: {call}  (rule {rule})"
+# What the model sees when the call does not run (the CLI prefixes "PreToolUse:<Tool> hook error: ").
+APPROVAL_DENIED = (
+    "[flower: the human denied this call (it needs approval under {rule}); it did not run.{reason} Do not "
+    "try it another way; continue without it or report that it is needed.]"
+)
+APPROVAL_TIMEOUT = (
+    "[flower: this call needs a human's approval ({rule}) and nobody answered in time; it did not run. Do "
+    "not try it another way; continue without it or report that it is needed.]"
+)
+
 # --- documents: brief, goal, verdict (L-9, L-10) ----------------------------------------------
 # The note under a frozen brief's title; the brief is read by people and by the agents of later steps.
 BRIEF_NOTE = (

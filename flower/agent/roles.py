@@ -23,6 +23,7 @@ from flower import texts
 from flower.agent.compact import CompactPolicy
 from flower.agent.spec import AgentSpec, Effort, PermissionMode, check_common, check_tools
 from flower.errors import ConfigError
+from flower.walls.approval import Predicate, check_rules, mark_approve
 from flower.walls.dispatch import mark_isolated
 from flower.walls.guard import merge_hooks
 
@@ -62,10 +63,13 @@ def worker(
     skills: Sequence[str] | None = None,
     discipline: bool = True,
     isolate: bool = False,
+    approve: Sequence[str | Predicate] | None = None,
 ) -> AgentDefinition:
     """A subagent: `description` is what the coordinator chooses by; the worker rules are appended to `prompt`.
 
     `isolate=True` runs each of its dispatches in its own git worktree (L-13, `flower.walls.dispatch`).
+    `approve` rules (L-15, `flower.walls.approval`) make this worker's matching calls wait for a human's yes
+    on the coordinator's channel.
     """
     if not isinstance(description, str) or not isinstance(prompt, str) or not description.strip() \
             or not prompt.strip():
@@ -78,6 +82,9 @@ def worker(
     for flag, value in (("discipline", discipline), ("isolate", isolate)):
         if not isinstance(value, bool):
             raise ConfigError(f"{owner}: {flag} must be True or False, not {value!r}")
+    if isinstance(approve, (list, tuple)):  # a typo in a tool name first, with its suggestion
+        check_tools(owner, "approve", [rule for rule in approve if isinstance(rule, str)])
+    rules = check_rules(owner, approve)
     body = prompt.strip() + ("\n\n" + texts.WORKER_RULES if discipline else "")
     definition = AgentDefinition(
         description=description.strip(),
@@ -89,6 +96,8 @@ def worker(
         permissionMode=permission_mode,
         skills=list(skills) if skills is not None else None,
     )
+    if rules:
+        mark_approve(definition, rules)
     return mark_isolated(definition) if isolate else definition
 
 
@@ -135,6 +144,7 @@ def coordinator(
     mcp_servers: Mapping[str, Any] | None = None,
     glance_tools: Sequence[str] = (),
     channel: ToolChannel | None = None,
+    approve: Sequence[str | Predicate] = (),
 ) -> AgentSpec:
     """A delegate-only main thread over `workers`; the coordinator rules precede `instructions`.
 
@@ -147,6 +157,9 @@ def coordinator(
 
     `fallback_model` is the model the session switches to when `model` is overloaded or unavailable; the
     CLI applies it to the workers too (a worker on its own model falls back to it as well).
+
+    `approve` rules (L-15) make every matching call of the session, the workers' included, wait for a human's
+    yes on `channel`; a worker's own rules (`worker(approve=)`) cover only its calls.
     """
     _check_coordinator(name, instructions, workers, glance_tools)
     allowed = list(COORDINATOR_TOOLS) + (["Bash"] if glance else []) + _merged_web_tools(workers)
@@ -178,4 +191,5 @@ def coordinator(
         leads=tuple(leads),
         glance_tools=tuple(glance_tools) + (tuple(channel.tool_names) if channel is not None else ()),
         channel=channel,
+        approve=tuple(approve) if isinstance(approve, (list, tuple)) else approve,  # type: ignore[arg-type]
     )

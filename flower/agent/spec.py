@@ -8,6 +8,8 @@ Invariants (checked when a spec is made):
 - A delegating spec may not set `tools`: the CLI's tool list is session-wide and would strip its
   subagents too (checked with the real CLI: a worker's Write became "disabled for this session").
 - Every agent type named in `leads` is one of the spec's own agents.
+- Approval rules (`approve`, and a worker's) are read when the spec is made, and need a `channel` that can
+  ask (one with an `approve` method, as `flower.human.HumanChannel`) to put their questions on (L-15).
 - Every field has the type it says (a bare string where a list of tool names belongs is an error, not a
   list of letters), and every tool name is one the bundled CLI knows (`CLI_TOOLS`; `mcp__…` names and
   permission rules like `Bash(git:*)` are checked by their tool part). Errors name the field.
@@ -24,6 +26,7 @@ from claude_agent_sdk import AgentDefinition, HookMatcher
 
 from flower.agent.compact import CompactPolicy
 from flower.errors import ConfigError
+from flower.walls.approval import Predicate, Rule, check_rules, worker_rules
 
 __all__ = ["CLI_TOOLS", "AgentSpec", "Effort", "PermissionMode", "check_tools"]
 
@@ -138,6 +141,10 @@ class AgentSpec:
     """The human channel whose tools this spec carries (`coordinator(channel=)`, the clarifier): the `Runtime`
     that runs the spec binds it to itself (`channel.bind(runtime)`: its run dir's or store's mailbox, its run
     id), so `flower asks / answer / say` reach it; a channel bound already keeps its binding."""
+    approve: tuple[str | Predicate | Rule, ...] = ()
+    """Approval rules (L-15, `flower.walls.approval`): a call of this session (the main thread's or any
+    worker's) that one matches waits for a human's yes on `channel`; a no or no answer denies it. Tool names,
+    scoped rules such as "Bash(git push:*)", or predicates f(tool_name, tool_input) -> bool; read into `Rule`s."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -151,6 +158,19 @@ class AgentSpec:
         unknown = [lead for lead in self.leads if lead not in (self.agents or {})]
         if unknown:
             raise ConfigError(f"AgentSpec {self.name!r}: leads {unknown} are not among its agents")
+        self._check_approve()
+
+    def _check_approve(self) -> None:
+        owner = f"AgentSpec {self.name!r}"
+        if isinstance(self.approve, (list, tuple)):  # a typo in a tool name first, with its suggestion
+            check_tools(owner, "approve", [rule for rule in self.approve if isinstance(rule, str)])
+        self.approve = check_rules(owner, self.approve)
+        asking = [f"worker {name!r}" for name, d in (self.agents or {}).items() if worker_rules(d)]
+        if self.approve:
+            asking.insert(0, "it")
+        if asking and not callable(getattr(self.channel, "approve", None)):
+            raise ConfigError(f"{owner}: {', '.join(asking)} has approval rules, which ask a human: give it a "
+                              "channel (channel=HumanChannel(), or coordinator(..., channel=...))")
 
     def _check_fields(self) -> None:
         owner = f"AgentSpec {self.name!r}"

@@ -1,7 +1,8 @@
 """`flower asks / answer / say`: steer a running agent from another terminal or machine (L-8).
 
     flower asks RUN                  the questions waiting for an answer
-    flower answer RUN [QID] TEXT     answer one (the oldest waiting when QID is left out)
+    flower answer RUN [QID] TEXT     answer one (the oldest waiting when QID is left out); an approval of a
+                                     tool call takes yes or no, then an optional reason (L-15)
     flower say RUN TEXT              put a message in the run's inbox (and so in its brief)
 
 RUN is a run dir (its `human.db` mailbox, every run in it), or with `--store postgresql://...` the run id of
@@ -38,6 +39,7 @@ from flower.human.mailbox import (
     open_mailbox,
     pending_questions,
 )
+from flower.walls.approval import parse_verdict
 
 __all__ = ["answer", "asks", "handoff", "say"]
 
@@ -133,14 +135,16 @@ def asks(run: str, store: str | None, schema: str, as_json: bool) -> None:
         mailbox.close()
     if as_json:
         click.echo(json.dumps([{"run": q.run, "id": q.id, "question": q.question, "options": list(q.options),
-                                "asked_at": q.asked_at} for q in waiting], ensure_ascii=False, indent=1))
+                                "asked_at": q.asked_at, "approval": q.approval} for q in waiting],
+                              ensure_ascii=False, indent=1))
         return
     if not waiting:
         click.echo("no question is waiting")
     for q in waiting:
         options = f"  [{' | '.join(q.options)}]" if q.options else ""
         run_name = f"  {q.run}" if q.run else ""
-        click.echo(f"{q.id}{run_name}  asked {_age(q.asked_at)} ago  {q.question}{options}")
+        what = "approval" if q.approval is not None else "asked"
+        click.echo(f"{q.id}{run_name}  {what} {_age(q.asked_at)} ago  {q.question}{options}")
 
 
 @click.command(short_help="Answer a question a run is waiting on.")
@@ -150,7 +154,8 @@ def asks(run: str, store: str | None, schema: str, as_json: bool) -> None:
 @store_option
 @schema_option
 def answer(run: str, words: tuple[str, ...], decline: bool, store: str | None, schema: str) -> None:
-    """Answer a waiting question (the oldest, unless QID like q3 is given)."""
+    """Answer a waiting question (the oldest, unless QID like q3 is given). An approval of a tool call takes
+    yes or no, then an optional reason."""
     qid = words[0] if _QID.fullmatch(words[0]) and (len(words) > 1 or decline) else None
     text = _text(words[1:] if qid else words, "answer")
     if not text and not decline:
@@ -163,12 +168,20 @@ def answer(run: str, words: tuple[str, ...], decline: bool, store: str | None, s
         chosen = next((q for q in waiting if q.id == qid), None) if qid else waiting[0]
         if chosen is None:
             raise ConfigError(f"{qid} is not waiting for an answer (waiting: {', '.join(q.id for q in waiting)})")
+        done = "declined" if decline else "answered"
+        if chosen.approval is not None and not decline:
+            allowed, _ = parse_verdict(text)
+            if allowed is None:
+                raise ConfigError(f"{chosen.id} asks to approve a call: answer yes or no, then an optional reason")
+            done = "approved" if allowed else "denied"
+        elif chosen.approval is not None:
+            done = "denied"
         first = mailbox.claim(chosen.run, chosen.id, "decline" if decline else "answer", text, by=_who())
         if first is not None:
             raise FlowerError(_taken(chosen.id, first))
     finally:
         mailbox.close()
-    click.echo(f"{'declined' if decline else 'answered'} {chosen.id}: {chosen.question}")
+    click.echo(f"{done} {chosen.id}: {chosen.question}")
 
 
 @click.command(short_help="Send a message to a running agent.")

@@ -38,6 +38,7 @@ from flower.agent.events import Event
 from flower.agent.output import OUTPUT_TOOL
 from flower.agent.usage import message_context, message_cost
 from flower.report.text import fit, format_elapsed, format_tokens, sanitize
+from flower.walls.approval import parse_verdict
 
 __all__ = ["LiveView", "spill_pattern"]
 
@@ -360,6 +361,25 @@ class LiveView:
         self.context = None  # a fresh session: unknown until its first reply
         self._session_costs = {}
         self.subagents = {}
+
+    def _on_ask(self, event: Event) -> None:
+        """An approval of a tool call (L-15): asked, and how it ended."""
+        about, qid = event.payload.get("approval"), event.payload.get("id", "")
+        if not isinstance(about, Mapping):
+            return
+        state, answer = event.payload.get("state"), str(event.payload.get("answer") or "")
+        who = f"{about.get('agent')}'s " if about.get("agent") else ""
+        if state == "asked":
+            self.say(f"? {qid} approve {who}{about.get('tool')}: {about.get('call')}", "yellow")
+            self.say(f"  flower answer RUN_DIR {qid} yes|no [reason]   (rule {about.get('rule')})", "yellow")
+        elif state == "answered" and parse_verdict(answer)[0] is True:
+            self.say(f"+ {qid} approved" + (f": {parse_verdict(answer)[1]}" if parse_verdict(answer)[1] else ""),
+                     "green")
+        elif state == "timeout":
+            self.say(f"x {qid} denied: nobody answered in time", "red")
+        elif state in ("answered", "declined"):
+            reason = parse_verdict(answer)[1] if state == "answered" else answer
+            self.say(f"x {qid} denied" + (f": {reason}" if reason else ""), "red")
 
     def _on_interrupt(self, event: Event) -> None:
         self.say(f"! interrupted{': ' + event.text if event.text else ''}", "yellow")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import re
 import threading
@@ -36,6 +37,7 @@ from flower import texts
 from flower.agent.events import Event
 from flower.errors import ConfigError
 from flower.human.mailbox import (
+    SETTLING,
     STEERING,
     Letter,
     LetterKind,
@@ -48,6 +50,7 @@ from flower.human.records import Ask, AskState, Mail, stamp
 from flower.human.tools import main_thread_only, make_server
 from flower.util.confined import append_text
 from flower.util.oneline import one_line
+from flower.walls.approval import Call, Decision, approval_key, parse_verdict
 
 if TYPE_CHECKING:
     from flower.runtime.runtime import Runtime
@@ -104,6 +107,8 @@ class HumanChannel:
         self._cursor = 0
         self._received: set[str] = set()
         self._follow: Runtime | None = None  # a bound runtime whose run id names the run (a workflow may change it)
+        self._step_events: Callable[[Event], Any] | None = None
+        """The running step's event callback: approval questions are shown there too (`show_approvals`)."""
         self._steer: Runtime | None = None
         """The bound runtime: a steering letter calls its `handoff(goal)` or `interrupt(remark)`."""
         if mailbox is not None:
@@ -216,11 +221,12 @@ class HumanChannel:
 
     # --- the model's side -------------------------------------------------------------------------
 
-    async def ask(self, question: str, options: Sequence[str] | None = None, *, framework: bool = False) -> Ask:
+    async def ask(self, question: str, options: Sequence[str] | None = None, *, framework: bool = False,
+                  approval: dict[str, Any] | None = None) -> Ask:
         """Ask and wait; returns the settled `Ask`. Never raises except on cancellation."""
         self._run_key()
         item = Ask(self._next_id("q"), (question or "").strip(), tuple(o.strip() for o in options or () if o.strip()),
-                   framework=framework)
+                   framework=framework, approval=approval)
         with self._lock:
             self.asks.append(item)
             state: AskState | None = None
@@ -238,13 +244,80 @@ class HumanChannel:
             self._settle(item, state, "")
             return item
         self._emit(Event("ask", item.question, payload=self._payload(item)))
-        self._post("question", item.question, ref=item.id, meta={"options": list(item.options)})
+        meta: dict[str, Any] = {"options": list(item.options)}
+        if approval is not None:
+            meta["approval"] = approval
+        self._post("question", item.question, ref=item.id, meta=meta)
         try:
             await self._wait(item, waiter)
         except asyncio.CancelledError:
             self._settle(item, "timeout", "")
             raise
         return item
+
+    async def approve(self, call: Call) -> Decision:
+        """Ask the human whether `call` may run, and wait (L-15): yes allows it; no, a decline or no answer
+        within `timeout_s` denies it. Never counts against `max_asks`.
+
+        Durable: a process of the same session (a resume after a crash, in this run or a later one) finds
+        what an earlier one left. An approval it asked and nobody answered is closed and asked again; one the
+        human answered but the dead process never took is not asked again: its answer applies to the same
+        call issued again (same tool and input). Never raises except on cancellation."""
+        self._run_key()
+        key = approval_key(call.tool, call.tool_input)
+        shown = _shown(call)
+        approval = {"tool": call.tool, "rule": call.rule, "agent": call.agent, "key": key, "call": shown,
+                    "tool_use_id": call.tool_use_id, "session": call.session}
+        question = texts.APPROVAL_QUESTION.format(who=f"{call.agent}'s " if call.agent else "", tool=call.tool,
+                                                  call=shown, rule=call.rule)
+        earlier = await asyncio.to_thread(self._left_by_the_dead, key, call.session)
+        if earlier is None:
+            item = await self.ask(question, ("yes", "no"), framework=True, approval=approval)
+        else:
+            own = earlier.run == self.run
+            item = Ask(earlier.ref if own else f"{earlier.ref}@{earlier.run}", question, ("yes", "no"),
+                       framework=True, approval=approval)
+            with self._lock:
+                self.asks.append(item)
+            state: AskState = "answered" if earlier.kind == "answer" else "declined"
+            if self._settle(item, state, earlier.body):
+                self._post_to(earlier.run, "settled", earlier.body, ref=earlier.ref,
+                              meta={"state": state, "earlier": True})
+        if item.state == "answered":
+            allowed, reason = parse_verdict(item.answer)
+            return Decision(allowed is True, item.state, reason, item.id)
+        return Decision(False, item.state, item.answer, item.id)
+
+    def _left_by_the_dead(self, key: str, session: str) -> Letter | None:
+        """The approvals of `session` (of this run, without one) that another process asked: the ones still
+        waiting are closed (a session runs in one process at a time, so that one died); returns the human's
+        answer (or decline) to the newest one about the call `key` that its process never took, or None."""
+        if self.mailbox is None:
+            return None
+        try:
+            letters = self.mailbox.read(None if session else self._run_key())
+        except Exception as exc:  # asking again is the safe side
+            self._record("mailbox", exc)
+            return None
+        with self._lock:
+            live = {str((item.approval or {}).get("tool_use_id")) for item in self.asks if item.approval}
+        found: Letter | None = None
+        for question in letters:
+            about = question.meta.get("approval") if question.kind == "question" else None
+            if not isinstance(about, dict) or str(about.get("tool_use_id")) in live:
+                continue
+            if (about.get("session") != session) if session else (question.run != self.run):
+                continue
+            ends = [letter for letter in letters
+                    if letter.run == question.run and letter.ref == question.ref and letter.kind in SETTLING]
+            if not ends:
+                self._post_to(question.run, "settled", "", ref=question.ref, meta={"state": "abandoned"})
+                continue
+            taken = any(letter.kind == "settled" and letter.meta.get("state") in ("answered", "declined")
+                        for letter in ends)
+            if about.get("key") == key and ends[0].kind in ("answer", "decline") and not taken:
+                found = ends[0]
+        return found
 
     async def _wait(self, item: Ask, waiter: _Waiter) -> None:
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
@@ -405,14 +478,22 @@ class HumanChannel:
             return f"{prefix}{next(self._ids)}"
 
     def _payload(self, item: Ask) -> dict[str, Any]:
-        return {"id": item.id, "state": item.state, "options": list(item.options), "answer": item.answer,
-                "remaining": self.remaining, "waited_s": item.waited_s, "framework": item.framework}
+        payload = {"id": item.id, "state": item.state, "options": list(item.options), "answer": item.answer,
+                   "remaining": self.remaining, "waited_s": item.waited_s, "framework": item.framework}
+        if item.approval is not None:
+            payload["approval"] = item.approval
+        return payload
 
     def _post(self, kind: LetterKind, body: str, *, ref: str = "", meta: dict[str, Any] | None = None) -> None:
+        if self.mailbox is not None:
+            self._post_to(self._run_key(), kind, body, ref=ref, meta=meta)
+
+    def _post_to(self, run: str, kind: LetterKind, body: str, *, ref: str = "",
+                 meta: dict[str, Any] | None = None) -> None:
         if self.mailbox is None:
             return
         try:
-            self.mailbox.post(self._run_key(), kind, body, ref=ref, meta=meta)
+            self.mailbox.post(run, kind, body, ref=ref, meta=meta)
         except Exception as exc:  # a lost letter costs a remote answer, never the run
             self._record("mailbox", exc)
 
@@ -427,13 +508,23 @@ class HumanChannel:
         except OSError as exc:
             self._record("log", exc)
 
+    def show_approvals(self, on_event: Callable[[Event], Any] | None) -> None:
+        """Send the `ask` events of approvals (L-15) to `on_event` as well (the running step's: the live view
+        of `flower run` shows them, `--events` prints them); None stops it. The `Runtime` running a spec with
+        this channel sets it for each step."""
+        self._step_events = on_event
+
     def _emit(self, event: Event) -> None:
-        if self.on_event is None:
-            return
-        try:
-            self.on_event(event)
-        except Exception as exc:  # a crashed frontend must not end a three-hour run
-            self._record("on_event", exc)
+        targets = [self.on_event]
+        if "approval" in event.payload and self._step_events is not None and self._step_events is not self.on_event:
+            targets.append(self._step_events)
+        for target in targets:
+            if target is None:
+                continue
+            try:
+                target(event)
+            except Exception as exc:  # a crashed frontend must not end a three-hour run
+                self._record("on_event", exc)
 
     def _record(self, where: str, exc: BaseException) -> None:
         with self._lock:
@@ -441,6 +532,16 @@ class HumanChannel:
 
     def _make_server(self) -> McpSdkServerConfig:
         return make_server(self.name, self.ask, self.inbox, self.sync)
+
+
+def _shown(call: Call) -> str:
+    """A call as the human reads it in the question: a Bash command as typed, else its input, cut short."""
+    if call.tool == "Bash" and isinstance(call.tool_input.get("command"), str):
+        text = str(call.tool_input["command"])
+    else:
+        text = json.dumps(dict(call.tool_input), ensure_ascii=False, sort_keys=True, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= 400 else text[:399] + "…"
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

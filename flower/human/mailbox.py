@@ -11,7 +11,8 @@ including a plain `Runtime.run` that no workflow wraps; the letters need nothing
 
 Kinds, and who writes them:
 - the run: `open` (a process of the run attached its channel: the newest `open` names the run that is current
-  in a run dir), `question` (ref = question id, body = question, meta = {"options": [...]}), `settled`
+  in a run dir), `question` (ref = question id, body = question, meta = {"options": [...]}, and for a tool call
+  that needs approval "approval": {tool, rule, agent, key, call, tool_use_id}), `settled`
   (ref = question id, body = answer or reason, meta = {"state": ...}), `received` (ref = a mail letter's id);
 - anyone else: `answer` (ref = question id, body = the answer), `decline` (ref = question id, body = reason),
   `mail` (body = the message); `answer` and `decline` carry meta = {"by": who sent it}.
@@ -93,6 +94,8 @@ class PendingQuestion:
     question: str
     options: tuple[str, ...]
     asked_at: float
+    approval: dict[str, Any] | None = None
+    """For an approval (L-15): the tool, rule, agent and call it asks about; None for a question."""
 
 
 class Mailbox(Protocol):
@@ -321,7 +324,8 @@ def pending_questions(letters: list[Letter]) -> list[PendingQuestion]:
     """The questions among `letters` that no `settled` letter of the same run closes, oldest first."""
     settled = {(letter.run, letter.ref) for letter in letters if letter.kind == "settled"}
     return [
-        PendingQuestion(letter.run, letter.ref, letter.body, tuple(letter.meta.get("options") or ()), letter.at)
+        PendingQuestion(letter.run, letter.ref, letter.body, tuple(letter.meta.get("options") or ()), letter.at,
+                        letter.meta.get("approval") if isinstance(letter.meta.get("approval"), dict) else None)
         for letter in letters
         if letter.kind == "question" and (letter.run, letter.ref) not in settled
     ]

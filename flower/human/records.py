@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Any, Literal
 
 from flower import texts
 
@@ -35,6 +35,8 @@ class Ask:
     settled_at: float | None = None
     framework: bool = False
     """Asked by flower itself, not by the model; never counts against `max_asks`."""
+    approval: dict[str, Any] | None = None
+    """For a question about a tool call that needs approval (L-15): the tool, rule, agent and the call's key."""
 
     @property
     def waited_s(self) -> float:

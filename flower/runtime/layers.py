@@ -7,7 +7,8 @@ layers of a session into one set of options; a new layer is one class here (or i
 Invariants:
 - The order of the layers is the order of their hooks per event, and of their Agent-input rewrites. The
   one dispatch guard that applies every rewrite comes first among the PreToolUse hooks: the workbench
-  relay line, then the isolation marker, then the walls' approval of subagent calls.
+  relay line, then the isolation marker, then the walls' approval of subagent calls, then (only when the
+  spec or a worker has approval rules) the hook that asks a human about a matching call (L-15).
 - Only stable text goes into the system prompt (it must stay byte-identical across a run's sessions);
   what changes rides in the first message.
 """
@@ -26,6 +27,7 @@ from flower.agent.compact import CompactPolicy
 from flower.agent.options import isolated_types
 from flower.agent.spec import AgentSpec
 from flower.runtime.resilience import redispatch_hook
+from flower.walls.approval import approval_guard, check_rules, worker_rules
 from flower.walls.dispatch import Rewrite, dispatch_guard, isolation_input
 from flower.walls.guard import Hooks, approve_subagents, merge_hooks
 from flower.workbench.bench import Placement, relay_input, workbench_hooks
@@ -116,12 +118,16 @@ class TurnStop(Layer):
 @dataclass(frozen=True)
 class Walls(Layer):
     """The walls a session needs beyond its spec's: isolated subagent types marked on dispatch, every
-    subagent call approved (unattended runs), a worker cut off by an API failure dispatched again."""
+    subagent call approved (unattended runs) unless an approval rule asks a human about it, a worker cut off
+    by an API failure dispatched again."""
 
     def part(self, spec: AgentSpec) -> Part:
         isolated = isolated_types(spec)
+        workers = {name: rules for name, d in (spec.agents or {}).items() if (rules := worker_rules(d))}
+        own = check_rules(f"AgentSpec {spec.name!r}", spec.approve)  # read already: Rules come back as they are
+        asking = [approval_guard(spec.channel, own, workers)] if own or workers else []
         return Part(
-            hooks=merge_hooks({"PreToolUse": [approve_subagents(leads=spec.leads)]},
+            hooks=merge_hooks({"PreToolUse": [approve_subagents(leads=spec.leads), *asking]},
                               {"PostToolUseFailure": [HookMatcher(matcher="Agent|Task", hooks=[redispatch_hook()])]}),
             rewrites=(partial(isolation_input, isolated=isolated),) if isolated else (),
         )

@@ -188,7 +188,14 @@ class Runtime:
         step = Step(spec, prompt, name, ContextMeter(), Tally(), on_event, resume_at, output_type)
         if resume is not None:
             await self._seed(step.meter, resume)
-        end = await run_step(self, step, resume, fork)
+        shown = getattr(spec.channel, "show_approvals", None)  # its approval questions join this step's events
+        if callable(shown):
+            shown(on_event)
+        try:
+            end = await run_step(self, step, resume, fork)
+        finally:
+            if callable(shown):
+                shown(None)
         tally, meter = step.tally, step.meter
         ok, output, error = end.error is None and end.outcome.settled, None, end.error
         if ok and output_type is not None:

@@ -64,6 +64,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
+from typing import Any
 
 import bashlex
 
@@ -90,6 +91,7 @@ __all__ = [
     "harden_git",
     "is_ephemeral",
     "may_run_on_main",
+    "parse_shell",
     "programs",
 ]
 
@@ -332,6 +334,13 @@ def _analyse(command: str) -> tuple[str | None, _Found]:
         return _reason(refusal), _Found([], [])
     except Exception:
         return texts.GLANCE_WHY["parse"], _Found([], [])
+
+
+def parse_shell(command: str) -> list[Any]:
+    """bashlex's trees of `command`, read as the judge reads it (single-quoted text masked; take word values
+    from `command` itself with `flower.walls.glance.words.word`); raises on what bashlex cannot parse. The
+    approval rules (L-15) read commands with it too: one shell parser in flower."""
+    return list(bashlex.parse(_mask_single_quotes(command)))
 
 
 def _verdict(command: str, cwd: str | None) -> str | None:

@@ -55,3 +55,23 @@ def test_an_agents_tools_are_checked_too() -> None:
 
     with pytest.raises(ConfigError, match=r"agent 'w'.*tools names 'Grp'"):
         AgentSpec(name="solo", instructions="x", agents={"w": AgentDefinition("d", "p", tools=["Grp"])})
+
+
+def test_approval_rules_are_read_when_the_spec_is_made_and_need_a_channel_that_asks() -> None:
+    from flower.human.channel import HumanChannel
+    from flower.walls.approval import Rule, worker_rules
+
+    with pytest.raises(ConfigError, match=r"^worker 'ships': approve names 'Bsh\(git push:\*\)', which is not a tool"):
+        worker("ships", "You ship.", approve=["Bsh(git push:*)"])
+    with pytest.raises(ConfigError, match=r"^AgentSpec 'solo': approval rule 'Bash\(\)' has empty parentheses"):
+        AgentSpec(name="solo", instructions="x", approve=["Bash()"], channel=HumanChannel())  # type: ignore[list-item]
+    with pytest.raises(ConfigError, match=r"^AgentSpec 'solo': it has approval rules, which ask a human: give it a "
+                                          r"channel"):
+        AgentSpec(name="solo", instructions="x", approve=("Bash(git push:*)",))
+    ships = worker("ships", "You ship.", approve=["Bash(git push:*)"])
+    assert worker_rules(ships) == (Rule("Bash(git push:*)", "Bash", "git push:*"),)
+    assert worker_rules(worker("reads", "You read.")) == ()
+    with pytest.raises(ConfigError, match=r"^AgentSpec 'lead': worker 'ships' has approval rules, which ask a human"):
+        coordinator("lead", "goal", {"ships": ships})
+    spec = coordinator("lead", "goal", {"ships": ships}, channel=HumanChannel(), approve=["Write"])
+    assert spec.approve == (Rule("Write", "Write"),)

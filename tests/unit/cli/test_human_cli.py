@@ -84,3 +84,22 @@ def test_mailbox_helpers(tmp_path: Path) -> None:
     box.post("other", "question", "b?", ref="q1")
     box.post("r", "settled", "x", ref="q1")
     assert [(q.run, q.id) for q in pending_questions(box.read())] == [("other", "q1")]
+
+
+def test_an_approval_is_listed_as_one_and_takes_yes_or_no_with_a_reason(tmp_path: Path) -> None:
+    runs, box = run_dir(tmp_path)
+    about = {"tool": "Bash", "rule": "Bash(git push:*)", "agent": "", "key": "k", "call": "git push"}
+    for ref in ("q3", "q4", "q5"):
+        box.post("run-1", "question", "Approve Bash: git push  (rule Bash(git push:*))", ref=ref,
+                 meta={"options": ["yes", "no"], "approval": about})
+    listed = invoke("asks", str(runs)).stdout.splitlines()
+    assert listed[2].startswith("q3  run-1  approval ") and listed[2].endswith("[yes | no]")
+    assert " asked " in listed[0]  # a plain question is not an approval
+    assert [q["approval"] for q in json.loads(invoke("asks", str(runs), "--json").stdout)] == [None, None] + [about] * 3
+    one_line_error(invoke("answer", str(runs), "q3", "after", "lunch"),
+                   "q3 asks to approve a call: answer yes or no, then an optional reason")
+    assert invoke("answer", str(runs), "q3", "yes").stdout.startswith("approved q3: Approve Bash: git push")
+    assert invoke("answer", str(runs), "q4", "no", "frozen").stdout.startswith("denied q4: ")
+    assert invoke("answer", str(runs), "q5", "--decline", "ask ops").stdout.startswith("denied q5: ")
+    assert [(x.kind, x.ref, x.body) for x in box.read("run-1") if x.kind in ("answer", "decline")] == [
+        ("answer", "q3", "yes"), ("answer", "q4", "no frozen"), ("decline", "q5", "ask ops")]

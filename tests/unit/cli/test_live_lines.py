@@ -116,3 +116,21 @@ def test_a_typed_reply_shows_its_value() -> None:
                       payload={"id": "t1", "input": {"files": 2, "names": ["a.txt"]}}))
     live.update(Event("tool_call", "", tool="Bash", payload={"id": "t2", "input": {"command": "ls"}}))
     assert sink.getvalue().splitlines() == ['* StructuredOutput {"files": 2, "names": ["a.txt"]}', "* Bash ls"]
+
+
+def test_an_approval_is_shown_with_how_to_answer_it_and_how_it_ended() -> None:
+    live, sink = view()
+    about = {"tool": "Bash", "rule": "Bash(git push:*)", "agent": "shipper", "call": "git push origin main"}
+    for state, answer in (("asked", ""), ("answered", "yes, go"), ("answered", "no: frozen"), ("declined", "later"),
+                          ("timeout", "")):
+        live.update(Event("ask", "Approve ...", payload={"id": "q1", "state": state, "answer": answer,
+                                                          "approval": about}))
+    live.update(Event("ask", "Which colour?", payload={"id": "q2", "state": "asked"}))  # not an approval
+    assert sink.getvalue().splitlines() == [
+        "? q1 approve shipper's Bash: git push origin main",
+        "  flower answer RUN_DIR q1 yes|no [reason]   (rule Bash(git push:*))",
+        "+ q1 approved: go",
+        "x q1 denied: frozen",
+        "x q1 denied: later",
+        "x q1 denied: nobody answered in time",
+    ]

@@ -59,3 +59,18 @@ def test_a_new_layer_is_one_class() -> None:
     part = fold([Audit(), Generations()], AgentSpec(name="a", instructions="x", compact=None))
     assert part.system == "Audit rules." and part.env["AUDIT"] == "1" and len(part.env) > 1
     assert Audit().first_message("go") == "[audit]\ngo" and Generations().first_message("go") == "go"
+
+
+def test_the_approval_hook_joins_the_walls_only_when_a_spec_or_a_worker_has_rules() -> None:
+    from flower.agent.roles import coordinator, worker
+    from flower.human.channel import HumanChannel
+
+    plain = fold([Walls()], coordinator("lead", "goal", {"w": worker("works", "You work.")}))
+    assert _names(plain)["PreToolUse"] == ["approve_subagents"]  # no rules: exactly as before
+    for spec in (coordinator("lead", "goal", {"w": worker("works", "You work.", approve=["Bash"])},
+                             channel=HumanChannel()),
+                 AgentSpec(name="solo", instructions="x", channel=HumanChannel(), approve=("Write",))):
+        part = fold([Walls()], spec)
+        assert _names(part)["PreToolUse"] == ["approve_subagents", "approval_guard"]
+        (asking,) = [m for m in (part.hooks or {})["PreToolUse"] if m.on_failure == "block"]
+        assert asking.timeout == 1800 + 120  # outlasts the channel's wait: the CLI never cuts it short
