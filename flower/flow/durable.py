@@ -12,9 +12,11 @@ are `flower.flow.execution`'s.
   and each step's context updates are checkpointed too (`gate:`, `feedback:`, `settle:`), so a replay after a
   crash reaches the same place without calling the model or the user's code again.
 - The session id of an attempt is appended to the workflow's DBOS stream `flower.sessions` the instant the
-  runtime reports it. When DBOS runs an attempt again (its process died mid-step), the attempt finds its
-  recorded session and resumes it with `texts.RESUME_AFTER_CRASH` (or the step's `resume_prompt`) instead of
-  starting a fresh session.
+  runtime reports it (each generation's). When DBOS runs an attempt again (its process died mid-step), the
+  attempt resumes the last recorded session that has history (`Runtime.has_history` back-fills from the
+  CLI's transcript first) with `texts.RESUME_AFTER_CRASH` (or the step's `resume_prompt`) instead of
+  starting a fresh session: a generation killed before anything of it was written gives way to the one
+  before it.
 - Parallel steps are child workflows `flower.branch` on a DBOS queue `flower:<run>:<group>` with a global
   concurrency limit; any process on the same system database (`flower worker`) may take them. Results come
   back in order. The steps a worker holds when it goes silent are put back in their queue after its heartbeat
@@ -90,8 +92,8 @@ class Live:
     run_id: str
     meta: dict[str, Any]
     """What the run recorded as its input (workflow name, workspace, run dir, source, total, context)."""
-    recorded: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Per DBOS workflow id: label -> the last session id recorded for it."""
+    recorded: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """Per DBOS workflow id: label -> the session ids recorded for it, in order (one per generation)."""
     inflight: dict[str, InFlight] = field(default_factory=dict)
 
     async def checkpoint(self, name: str, fn: Callable[[], Any]) -> Any:
@@ -174,18 +176,32 @@ async def _branch_workflow(payload: Branch) -> dict[str, Any]:
 # --- agent attempts -------------------------------------------------------------------------------
 
 
-async def _recorded(live: Live, workflow_id: str) -> dict[str, str]:
-    """The sessions recorded for this workflow's attempts (read once per process and workflow)."""
+async def _recorded(live: Live, workflow_id: str) -> dict[str, list[str]]:
+    """The sessions recorded for this workflow's attempts, per label in order (read once per process and
+    workflow)."""
     if workflow_id not in live.recorded:
-        found: dict[str, str] = {}
+        found: dict[str, list[str]] = {}
         with contextlib.suppress(dbos_error.DBOSStreamTimeoutError):
             async for value in DBOS.read_stream_async(
                 workflow_id, SESSIONS, timeout_seconds=0.01, polling_interval_sec=0.005
             ):
                 if isinstance(value, dict) and value.get("label") and value.get("session_id"):
-                    found[str(value["label"])] = str(value["session_id"])
+                    sessions = found.setdefault(str(value["label"]), [])
+                    sessions[:] = [s for s in sessions if s != value["session_id"]] + [str(value["session_id"])]
         live.recorded[workflow_id] = found
     return live.recorded[workflow_id]
+
+
+async def _resumable(live: Live, runtime: Runtime, label: str, sessions: list[str]) -> str | None:
+    """The session a re-run attempt resumes: the last recorded one that has history. A session whose history
+    is nowhere (killed in its first milliseconds) is dropped; an earlier generation's then continues, since a
+    new generation that never began must not cost the step the work its predecessors did."""
+    while sessions and not await runtime.has_history(sessions[-1]):
+        gone = sessions.pop()
+        then = f"resuming its previous session {sessions[-1]}" if sessions else "starting the step afresh"
+        emit(live.on_event, Event("system", f"{label}: its session {gone} has no stored history; {then}",
+                                  payload={"subtype": "workflow", "afresh": gone, "label": label}))
+    return sessions[-1] if sessions else None
 
 
 def _record_now(record: dict[str, str]) -> None:
@@ -211,20 +227,16 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None
     label = attempt.label
-    recorded = await _recorded(live, workflow_id)
+    sessions = (await _recorded(live, workflow_id)).setdefault(label, [])
     text, session, branch = attempt.prompt, attempt.resume, attempt.fork
-    if recorded.get(label) and not await runtime.has_history(recorded[label]):
-        emit(live.on_event, Event("system", f"{label}: its session {recorded[label]} has no stored history; "
-                                            "starting the step afresh",
-                                  payload={"subtype": "workflow", "afresh": recorded[label], "label": label}))
-        del recorded[label]
-    if recorded.get(label):
-        text, session, branch = attempt.resume_prompt or texts.RESUME_AFTER_CRASH, recorded[label], False
+    earlier = await _resumable(live, runtime, label, sessions)
+    if earlier is not None:
+        text, session, branch = attempt.resume_prompt or texts.RESUME_AFTER_CRASH, earlier, False
         emit(live.on_event, Event("system", f"resuming {label} in its session {session}",
                                   payload={"subtype": "workflow", "resumed": session, "label": label}))
     elif session and not branch:
         _record_now({"step": attempt.step, "label": label, "session_id": session})
-        recorded[label] = session
+        sessions.append(session)
     flight = InFlight(attempt.step, label, session, runtime)
     live.inflight[label] = flight
 
@@ -232,9 +244,9 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
         if event.kind == "system" and event.payload.get("subtype") == "session":
             sid = str(event.payload.get("session_id"))
             flight.session_id = sid
-            if recorded.get(label) != sid:
+            if not sessions or sessions[-1] != sid:
                 _record_now({"step": attempt.step, "label": label, "session_id": sid})
-                recorded[label] = sid
+                sessions[:] = [s for s in sessions if s != sid] + [sid]
         emit(live.on_event, event)
 
     try:
