@@ -12,9 +12,11 @@ are `flower.flow.execution`'s.
   and each step's context updates are checkpointed too (`gate:`, `feedback:`, `settle:`), so a replay after a
   crash reaches the same place without calling the model or the user's code again.
 - The session id of an attempt is appended to the workflow's DBOS stream `flower.sessions` the instant the
-  runtime reports it. When DBOS runs an attempt again (its process died mid-step), the attempt finds its
-  recorded session and resumes it with `texts.RESUME_AFTER_CRASH` (or the step's `resume_prompt`) instead of
-  starting a fresh session.
+  runtime reports it (each generation's). When DBOS runs an attempt again (its process died mid-step), the
+  attempt resumes the last recorded session that has history (`Runtime.has_history` back-fills from the
+  CLI's transcript first) with `texts.RESUME_AFTER_CRASH` (or the step's `resume_prompt`) instead of
+  starting a fresh session: a generation killed before anything of it was written gives way to the one
+  before it.
 - Parallel steps are child workflows `flower.branch` on a DBOS queue `flower:<run>:<group>` with a global
   concurrency limit; any process on the same system database (`flower worker`) may take them. Results come
   back in order. The steps a worker holds when it goes silent are put back in their queue after its heartbeat
@@ -96,8 +98,8 @@ class Live:
     run_id: str
     meta: dict[str, Any]
     """What the run recorded as its input (workflow name, workspace, run dir, source, total, context)."""
-    recorded: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Per DBOS workflow id: label -> the last session id recorded for it."""
+    recorded: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """Per DBOS workflow id: label -> the session ids recorded for it, in order (one per generation)."""
     retry_of: str | None = None
     """The failed run this run retries (a DBOS fork of it), whose failed attempt's session it resumes."""
     retried: set[str] = field(default_factory=set)
@@ -186,27 +188,43 @@ async def _branch_workflow(payload: Branch) -> dict[str, Any]:
 # --- agent attempts -------------------------------------------------------------------------------
 
 
-async def _recorded(live: Live, workflow_id: str) -> dict[str, str]:
-    """The sessions recorded for this workflow's attempts (read once per process and workflow)."""
+async def _recorded(live: Live, workflow_id: str) -> dict[str, list[str]]:
+    """The sessions recorded for this workflow's attempts, per label in order (read once per process and
+    workflow)."""
     if workflow_id not in live.recorded:
         found = await _read_sessions(workflow_id)
         if workflow_id == live.run_id and live.retry_of:
             earlier = await _read_sessions(live.retry_of)
-            live.retried.update(label for label, sid in earlier.items() if found.get(label) != sid)
+            live.retried.update(label for label, sids in earlier.items()
+                                if sids and (found.get(label) or [""])[-1] != sids[-1])
             found = {**earlier, **found}
         live.recorded[workflow_id] = found
     return live.recorded[workflow_id]
 
 
-async def _read_sessions(workflow_id: str) -> dict[str, str]:
-    found: dict[str, str] = {}
+async def _read_sessions(workflow_id: str) -> dict[str, list[str]]:
+    """A workflow's recorded sessions per label, in order (a session recorded again moves to the end)."""
+    found: dict[str, list[str]] = {}
     with contextlib.suppress(dbos_error.DBOSStreamTimeoutError):
         async for value in DBOS.read_stream_async(
             workflow_id, SESSIONS, timeout_seconds=0.01, polling_interval_sec=0.005
         ):
             if isinstance(value, dict) and value.get("label") and value.get("session_id"):
-                found[str(value["label"])] = str(value["session_id"])
+                sessions = found.setdefault(str(value["label"]), [])
+                sessions[:] = [s for s in sessions if s != value["session_id"]] + [str(value["session_id"])]
     return found
+
+
+async def _resumable(live: Live, runtime: Runtime, label: str, sessions: list[str]) -> str | None:
+    """The session a re-run attempt resumes: the last recorded one that has history. A session whose history
+    is nowhere (killed in its first milliseconds) is dropped; an earlier generation's then continues, since a
+    new generation that never began must not cost the step the work its predecessors did."""
+    while sessions and not await runtime.has_history(sessions[-1]):
+        gone = sessions.pop()
+        then = f"resuming its previous session {sessions[-1]}" if sessions else "starting the step afresh"
+        emit(live.on_event, Event("system", f"{label}: its session {gone} has no stored history; {then}",
+                                  payload={"subtype": "workflow", "afresh": gone, "label": label}))
+    return sessions[-1] if sessions else None
 
 
 def _record_now(record: dict[str, str]) -> None:
@@ -232,16 +250,12 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None
     label = attempt.label
-    recorded = await _recorded(live, workflow_id)
+    sessions = (await _recorded(live, workflow_id)).setdefault(label, [])
     text, session, branch = attempt.prompt, attempt.resume, attempt.fork
-    if recorded.get(label) and not await runtime.has_history(recorded[label]):
-        emit(live.on_event, Event("system", f"{label}: its session {recorded[label]} has no stored history; "
-                                            "starting the step afresh",
-                                  payload={"subtype": "workflow", "afresh": recorded[label], "label": label}))
-        del recorded[label]
-    if recorded.get(label):
+    earlier = await _resumable(live, runtime, label, sessions)
+    if earlier is not None:
         again = texts.RESUME_AFTER_FAILURE if label in live.retried else texts.RESUME_AFTER_CRASH
-        text, session, branch = attempt.resume_prompt or again, recorded[label], False
+        text, session, branch = attempt.resume_prompt or again, earlier, False
         if label in live.retried:  # this run's own record: a crash of the retry resumes the same session
             _record_now({"step": attempt.step, "label": label, "session_id": session})
             live.retried.discard(label)
@@ -249,7 +263,7 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
                                   payload={"subtype": "workflow", "resumed": session, "label": label}))
     elif session and not branch:
         _record_now({"step": attempt.step, "label": label, "session_id": session})
-        recorded[label] = session
+        sessions.append(session)
     flight = InFlight(attempt.step, label, session, runtime)
     live.inflight[label] = flight
 
@@ -257,9 +271,9 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
         if event.kind == "system" and event.payload.get("subtype") == "session":
             sid = str(event.payload.get("session_id"))
             flight.session_id = sid
-            if recorded.get(label) != sid:
+            if not sessions or sessions[-1] != sid:
                 _record_now({"step": attempt.step, "label": label, "session_id": sid})
-                recorded[label] = sid
+                sessions[:] = [s for s in sessions if s != sid] + [sid]
         emit(live.on_event, event)
 
     try:

@@ -15,7 +15,8 @@ same `started` so the two never disagree.
   the child: flower spawns it from its event loop's thread, which lives as long as the run.
 - The record (JSON, written atomically to `$FLOWER_CLI_RECORD`): pid, process group, start time, host, and
   the parent's pid and start time, so a later flower can tell a CLI orphaned by a dead flower (and check
-  it is still that process) from one a live flower runs.
+  it is still that process) from one a live flower runs; and its `CLAUDE_CONFIG_DIR`, where it writes its
+  transcript (a store-backed resume's temp folder, which a killed flower leaves behind).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def _die_with_parent(parent: int) -> None:
 def _record(path: str, parent: int, real: str) -> None:
     me = os.getpid()
     record = {"pid": me, "pgid": os.getpgid(0), "start": started(me), "host": socket.gethostname(),
-              "parent": parent, "parent_start": started(parent), "cli": real}
+              "parent": parent, "parent_start": started(parent), "cli": real,
+              "config": os.environ.get("CLAUDE_CONFIG_DIR")}
     tmp = f"{path}.{me}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(record, fh)

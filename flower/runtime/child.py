@@ -14,6 +14,11 @@ workspace and session a re-run continues (issue #26 item 6); these are the ways 
   flower on the run dir ends the recorded orphan before it runs a step (`end_orphans`), after checking it
   is still that process (pid and start time) and that the flower that started it is gone.
 
+A store-backed resume's CLI writes its transcript to the SDK's temp config folder (`claude-resume-*`), which
+the SDK removes at the session's end; a killed flower leaves it, with entries the store may lack. The record
+names the folder (`Child.config`) so the next flower can back-fill the store from it and remove it
+(`Child.leftover`).
+
 Invariants: only a process whose pid and start time match its record is signalled; a record of a live
 flower (this process or another) is never touched; nothing here raises on a process already gone.
 """
@@ -31,7 +36,7 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import claude_agent_sdk
@@ -44,6 +49,8 @@ GRACE = 3.0
 """Seconds a CLI gets after SIGTERM (it ends its tool commands and exits in well under one) before SIGKILL."""
 DIRNAME = "children"
 """The run dir's folder of records (and the launcher script)."""
+RESUME_PREFIX = "claude-resume-"
+"""The SDK's temp config folders for store-backed resumes (`tempfile.mkdtemp(prefix=...)`)."""
 
 _MINE: set[Path] = set()
 """The records of the CLI children this process started and has not ended."""
@@ -61,13 +68,19 @@ class Child:
     parent_start: str | None
     path: Path
     """The record file."""
+    config: str | None = None
+    """The CLI's `CLAUDE_CONFIG_DIR` (where its transcript went)."""
+    ended: bool = False
+    """`end_orphans` found it running and ended it."""
 
     @classmethod
     def load(cls, path: Path) -> Child | None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            config = data.get("config")
             return cls(int(data["pid"]), int(data["pgid"]), data.get("start"), str(data.get("host", "")),
-                       int(data["parent"]), data.get("parent_start"), path)
+                       int(data["parent"]), data.get("parent_start"), path,
+                       config if isinstance(config, str) and config else None)
         except (OSError, ValueError, KeyError, TypeError):
             return None  # not written yet, or not ours: left alone
 
@@ -78,6 +91,17 @@ class Child:
     def owner_alive(self) -> bool:
         """The flower process that started it runs still."""
         return self.parent_start is not None and started(self.parent) == self.parent_start
+
+    def leftover(self) -> Path | None:
+        """The temp config folder of a store-backed resume this CLI wrote its transcript to, when it is still
+        there (the SDK removes it at a session's end; a killed flower cannot). Only the SDK's own
+        `claude-resume-*` folders count: a configured `CLAUDE_CONFIG_DIR` is never one."""
+        if self.config is None:
+            return None
+        folder = Path(self.config)
+        if not folder.name.startswith(RESUME_PREFIX) or folder.is_symlink() or not folder.is_dir():
+            return None
+        return folder
 
 
 @dataclass(frozen=True)
@@ -173,7 +197,7 @@ def end_mine(grace: float = GRACE) -> int:
 
 def end_orphans(run_dir: Path) -> list[Child]:
     """End the CLI processes recorded in `run_dir` whose flower died (a kill -9 where the kernel could not
-    end them); drop the records of ended ones. The orphans that were still running."""
+    end them); drop their records. Every orphan found, `ended` when it was still running."""
     folder = run_dir / DIRNAME
     if not folder.is_dir():
         return []
@@ -183,8 +207,7 @@ def end_orphans(run_dir: Path) -> list[Child]:
         child = Child.load(path)
         if child is None or path in _MINE or child.host != host or child.owner_alive():
             continue
-        if end(child):
-            ended.append(child)
+        ended.append(replace(child, ended=end(child)))
     return ended
 
 

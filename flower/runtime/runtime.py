@@ -20,8 +20,10 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import fields, replace
@@ -56,6 +58,8 @@ from flower.runtime.stream import EventStream
 from flower.runtime.tally import Tally
 from flower.runtime.tracing import traced
 from flower.stores._common import main_usages
+from flower.stores.backfill import backfill, projects_dir
+from flower.util.oneline import one_line
 from flower.util.rundir import checked_sqlite, make_run_dir
 from flower.workbench.bench import Placement, Workbench, outside_checkout
 
@@ -182,7 +186,7 @@ class Runtime:
             self.workbench.refresh()
         self._bind_channel(spec)
         on_event = traced(on_event)  # spans from the events, when a tracer provider is configured
-        self._end_orphans(on_event)
+        await self._recover(self._end_orphans(on_event), on_event)
         emit(on_event, Event("step", name, payload={"phase": "start", "resume": resume, "agent_name": spec.name,
                                                     "model": spec.model, "run_id": self.run_id}))
         step = Step(spec, prompt, name, ContextMeter(), Tally(), on_event, resume_at, output_type)
@@ -311,9 +315,14 @@ class Runtime:
 
     async def has_history(self, session_id: str) -> bool:
         """The store holds a prompt or a reply of this session: a resume of it has a conversation to continue
-        (a process killed right after the session began leaves its id with nothing stored under it)."""
+        (a process killed right after the session began leaves its id with nothing stored under it). What the
+        CLI's own transcript holds and the store lacks is back-filled first: a kill can beat the SDK's mirror
+        by milliseconds, and the session is not lost for that."""
+        key = self._key(session_id)
+        with contextlib.suppress(Exception):  # a store that cannot take appends: judged on what it holds
+            await backfill(self.store, projects_dir(self._cli_env()), key)  # type: ignore[arg-type]
         try:
-            entries = await self.store.load(self._key(session_id)) or []  # type: ignore[arg-type]
+            entries = await self.store.load(key) or []  # type: ignore[arg-type]
         except Exception:  # a store that cannot load: the resume itself reports it
             return True
         return any(isinstance(e, Mapping) and e.get("type") in ("user", "assistant") for e in entries)
@@ -341,13 +350,41 @@ class Runtime:
         """One client session of `step`, started with `message` (resuming `resume`, forked when `fork`)."""
         return await Session(self, step, resume=resume, fork=fork).run(message)
 
-    def _end_orphans(self, on_event: OnEvent | None) -> None:
+    def _end_orphans(self, on_event: OnEvent | None) -> list[child.Child]:
         """A CLI that a killed flower left running here would go on working in the session this step may
-        resume: end it first (flower.runtime.child)."""
-        for orphan in child.end_orphans(self.run_dir):
-            emit(on_event, Event("system", f"ended the Claude Code CLI (pid {orphan.pid}) that a killed flower "
-                                           f"(pid {orphan.parent}) left running",
-                                 payload={"subtype": "orphan", "pid": orphan.pid, "parent": orphan.parent}))
+        resume: end it first (flower.runtime.child). Every orphan found."""
+        orphans = child.end_orphans(self.run_dir)
+        for orphan in orphans:
+            if orphan.ended:
+                emit(on_event, Event("system", f"ended the Claude Code CLI (pid {orphan.pid}) that a killed "
+                                               f"flower (pid {orphan.parent}) left running",
+                                     payload={"subtype": "orphan", "pid": orphan.pid, "parent": orphan.parent}))
+        return orphans
+
+    async def _recover(self, orphans: list[child.Child], on_event: OnEvent | None) -> None:
+        """The transcripts killed flowers' resumed sessions left in the SDK's temp folders: back-filled into
+        the store (the SDK's mirror may not have delivered their last entries), then removed, with the copy
+        of the credentials the SDK put there. A folder whose back-fill fails stays for the next step."""
+        for orphan in orphans:
+            folder = orphan.leftover()
+            if folder is None:
+                continue
+            added = 0
+            try:
+                for project in (folder / "projects").iterdir():
+                    for path in project.glob("*.jsonl"):
+                        key = {"project_key": project.name, "session_id": path.stem}
+                        added += sum((await backfill(self.store, folder / "projects", key)).values())  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - any store's failure: say so, keep the folder
+                emit(on_event, Event("error", f"the transcript a killed flower left in {folder} could not be "
+                                              f"back-filled ({one_line(exc)}); it is kept for the next step",
+                                     payload={"subtype": "backfill_failed", "folder": str(folder)}))
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            if added:
+                emit(on_event, Event("system", f"back-filled {added} entries a killed flower's resumed session "
+                                               f"left in its transcript", payload={"subtype": "backfill",
+                                                                                    "entries": added}))
 
     def _calibrate(self, error: str | None, meter: ContextMeter, on_event: OnEvent | None) -> None:
         """A real overflow: the window is at most what the error names, else at most the last context seen;

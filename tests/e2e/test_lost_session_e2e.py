@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import anyio
@@ -20,7 +21,18 @@ from claude_agent_sdk import project_key_for_directory
 from flower import texts
 from flower.stores.sqlite import SqliteSessionStore
 from flower.testing import ScriptedAPI, text, tool_use
-from tests.support.flowproc import FLOW, SLEEP, finish, flower, outputs, runs_json, session, wait_for_request
+from tests.support.flowproc import (
+    FLOW,
+    SLEEP,
+    finish,
+    flower,
+    outputs,
+    processes_in,
+    runs_json,
+    session,
+    wait_for_request,
+)
+from tests.support.killsweep import Chain, Req
 
 pytestmark = [pytest.mark.e2e]
 
@@ -47,6 +59,9 @@ def test_a_recorded_session_without_history_starts_the_step_afresh(scripted_api:
     two = wait_for_request(scripted_api, "STEP-TWO")
     os.killpg(child.pid, signal.SIGKILL)
     child.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while processes_in(home) and time.monotonic() < deadline:  # the CLI dies by its parent-death signal
+        time.sleep(0.05)
     forget(home, run_dir, ws, session(two))
     (row,) = runs_json(env, run_dir)
     assert (row["state"], row["done"]) == ("interrupted", 1)
@@ -64,3 +79,28 @@ def test_a_recorded_session_without_history_starts_the_step_afresh(scripted_api:
     assert outputs(run_dir) == {"one": "ONE", "two": "TWO", "three": "THREE"}
     (row,) = runs_json(env, run_dir)
     assert (row["state"], row["done"], row["total"]) == ("finished", 3, 3)
+
+
+def test_a_new_generation_without_history_resumes_the_generation_before(tmp_path: Path) -> None:
+    """A kill in a new generation's first milliseconds (step two hands over after its first tool call): its
+    session is recorded and nothing of it is stored anywhere. The step resumes the generation before, which
+    holds the work done, instead of starting afresh and doing that work again (issue #26 item 1)."""
+    lost: dict[str, str] = {}
+
+    def forget_generation(chain: Chain) -> None:
+        requests = chain.api.requests
+        (gen2,) = [session(requests[i]) for i, tag in chain.tags.items() if tag == ("two", "g2n0")]
+        (gen1,) = {session(requests[i]) for i, tag in chain.tags.items() if tag == ("two", "g1n0")}
+        lost.update(gen1=gen1, gen2=gen2)
+        forget(chain.home, chain.runs, chain.ws, gen2)
+
+    chain = Chain(tmp_path, [Req("two", "g2n0", 0)], after_kill=forget_generation)
+    code, _, err = chain.run()
+    assert code == 0, err
+    assert f"flower: two: its session {lost['gen2']} has no stored history; resuming its previous session " \
+           f"{lost['gen1']}" in err.splitlines()
+    (kill,) = chain.kills
+    again = [chain.api.requests[i] for i, (step, _) in sorted(chain.tags.items()) if i >= kill.since and step == "two"]
+    assert session(again[0]) == lost["gen1"] and texts.RESUME_AFTER_CRASH in again[0].last_user_text()
+    assert chain.redone() == []  # the first generation's tool call is not run again
+    assert outputs(chain.runs) == {"one": "OUT-one", "two": "OUT-two", "three": "OUT-three"}

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from flower.agent.events import Event
@@ -94,8 +95,41 @@ def test_a_recorded_pid_that_is_another_process_now_is_not_signalled(tmp_path: P
         record = run_dir / child.DIRNAME / "reused.json"
         record.write_text(json.dumps({"pid": other.pid, "pgid": other.pid, "start": "an earlier start",
                                       "host": socket.gethostname(), "parent": 1, "parent_start": "gone"}))
-        assert child.end_orphans(run_dir) == []
+        (orphan,) = child.end_orphans(run_dir)  # its flower is gone, and so is the recorded process
+        assert not orphan.ended and orphan.leftover() is None
         assert other.poll() is None and not record.exists()
     finally:
         other.send_signal(signal.SIGKILL)
         other.wait()
+
+
+def test_a_killed_flowers_resume_transcript_is_back_filled_then_removed(tmp_path: Path) -> None:
+    """A store-backed resume's CLI writes its transcript to the SDK's temp folder; a killed flower leaves it
+    (issue #26, the kill sweep). The next step back-fills what the store lacks and removes the folder (with
+    the credentials the SDK copied there); a record naming a folder that is not such a temp one is left be."""
+    run_dir, ws = tmp_path / "runs", tmp_path / "ws"
+    ws.mkdir()
+    runtime = Runtime(ws, run_dir=run_dir)
+    key = runtime._key("0b7c4e2a-1f5e-4d8e-9c41-2a1c3e5b7d90")
+    temp = tmp_path / "tmp" / "claude-resume-abc123"
+    project = temp / "projects" / key["project_key"]
+    project.mkdir(parents=True)
+    (temp / ".credentials.json").write_text("{}")
+    entries = [{"type": "user", "uuid": f"u{i}", "parentUuid": f"u{i - 1}" if i else None,
+                "sessionId": key["session_id"], "message": {"role": "user", "content": f"line {i}"}}
+               for i in range(3)]
+    (project / f"{key['session_id']}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    mine = tmp_path / "configured"
+    mine.mkdir()
+    (run_dir / child.DIRNAME).mkdir(parents=True)
+    for name, config in (("resumed", temp), ("plain", mine)):
+        (run_dir / child.DIRNAME / f"{name}.json").write_text(json.dumps({
+            "pid": 2**22 + 1, "pgid": 2**22 + 1, "start": "gone", "host": socket.gethostname(), "parent": 1,
+            "parent_start": "gone", "config": str(config)}))
+
+    events: list[Event] = []
+    anyio.run(runtime._recover, runtime._end_orphans(events.append), events.append)
+    stored = anyio.run(runtime.store.load, key) or []
+    assert [e["uuid"] for e in stored] == ["u0", "u1", "u2"]
+    assert not temp.exists() and mine.is_dir() and _records(run_dir) == []
+    assert [(e.payload["subtype"], e.payload.get("entries")) for e in events] == [("backfill", 3)]
