@@ -157,6 +157,9 @@ def _rename_result(entries: list[Any], after: int, old: Any, new: str) -> None:
 )
 @example(index=57, planted=[("removed_odd_parent", 0.75, {"x": 1})], trim=False)  # an API error between two
 # results of one interrupted turn: the interrupt pass must see the turn as it is after the error is removed
+@example(index=24, planted=[("removed_odd_parent", 0.375, {"x": 1})] * 3, trim=False)  # three API errors
+# sharing one uuid, one naming itself as parent, in a transcript where the CLI wrote one entry twice: chain
+# order must read a duplicated uuid as its first copy and leave a cycle where it stands, or a rewrite moves on
 def test_rewrite_never_raises_on_stored_data(
     index: int, planted: list[tuple[str, float, Any]], trim: bool, tmp_path: Path
 ) -> None:
