@@ -550,6 +550,22 @@ def test_trailing_orphan_is_healed_right_after_its_message() -> None:
     assert heal_orphans(t.entries)[0] == out
 
 
+def test_orphan_healed_after_a_copy_of_its_entry_takes_over_only_the_children_after_it() -> None:
+    """The CLI can write an entry twice; the healing entry follows the later copy, so a child stored before
+    it keeps its parent (moving under the healing entry would put it before its parent: a rewrite of the
+    rewrite would then reorder it)."""
+    t = Transcript()
+    t.prompt("go")
+    call = t.assistant(bash("toolu_o", "make"))[-1]
+    child = t.prompt("still there?")
+    entries = [*t.entries, call]  # the call's entry again, after its child
+    out, _ = heal_orphans(entries)
+    heal = out[-1]
+    assert [e["uuid"] for e in out] == [e["uuid"] for e in entries] + [heal["uuid"]]
+    assert heal["parentUuid"] == call["uuid"] and by_uuid(out, child["uuid"])["parentUuid"] == call["uuid"]
+    assert rewrite(out)[0] == out
+
+
 def test_mid_history_parallel_orphan_is_spliced_before_the_answered_sibling() -> None:
     """An orphan in a parallel message: the heal goes after the message's last entry and takes over its
     children (the sibling's result and the next prompt hang under it), so it is on every path."""
