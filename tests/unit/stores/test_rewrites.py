@@ -465,6 +465,22 @@ def test_api_errors_go_no_response_requested_stays() -> None:
     assert drop_api_errors(t.entries)[0] == out
 
 
+def test_removing_an_entry_from_a_cycle_leaves_a_history_a_second_rewrite_keeps() -> None:
+    """A damaged chain: `e` and the API error `d` name each other as parent, `c` hangs under `d` before `e`.
+    Removing `d` relinks `c` to `e`, which comes after it: the result is put in chain order too."""
+    t = Transcript()
+    root = t.prompt("go")
+    child = t.prompt("c", parentUuid="d")
+    mid = t.assistant(text("e"), parent="d")[-1]
+    error = t.api_error()
+    entries = [*t.entries[:-1], {**error, "uuid": "d", "parentUuid": mid["uuid"]}]
+    out, report = rewrite(entries)
+    assert report.api_errors_dropped == 1
+    assert [e["uuid"] for e in out] == [root["uuid"], mid["uuid"], child["uuid"]]
+    assert by_uuid(out, child["uuid"])["parentUuid"] == mid["uuid"]
+    assert rewrite(out)[0] == out
+
+
 def test_leaf_pointer_to_a_removed_entry_is_relinked() -> None:
     t = Transcript()
     prompt = t.prompt("go")
