@@ -59,13 +59,14 @@ def _links(entries: list[Any]) -> dict[int, str]:
 
 def chain_order(entries: list[Any]) -> list[Any]:
     """`entries` with each entry placed after its parent (stable; see the module docstring)."""
-    links = _links(entries)
     first: dict[str, int] = {}
     for i, entry in enumerate(entries):
         if (u := _uuid(entry)) is not None:
             first.setdefault(u, i)
-    if all(first[parent] < i for i, parent in links.items()):
-        return entries  # the common case: nothing was appended out of order
+    if all(first.get(parent, -1) < i for i, entry in enumerate(entries)
+           if (parent := _parent(entry)) is not None and parent != _uuid(entry)):
+        return entries  # the common case: every parent comes first (so every chain reaches a root)
+    links = _links(entries)
     waiting: dict[str, list[int]] = {}
     placed: set[str] = set()
     out: list[Any] = []
