@@ -931,3 +931,24 @@ def test_interrupt_when_results_interleave_with_the_message_entries() -> None:
     out, report = rewritten(t.entries)
     assert [result_body(out, c) for c in ("toolu_x", "toolu_y")] == [texts.INTERRUPTED_RESULT] * 2
     assert report.interrupts_neutralised == 2 and validate(out) == []
+
+
+_UUIDS = st.sampled_from(["a", "b", "c", "d", "e"])
+
+
+def _chained(uuid: str, parent: str | None, error: bool) -> dict[str, Any]:
+    if error:
+        message = {"id": f"synth-{uuid}", "model": "<synthetic>", "role": "assistant",
+                   "content": [{"type": "text", "text": "API Error: 500"}]}
+        return {"type": "assistant", "uuid": uuid, "parentUuid": parent, "isApiErrorMessage": True,
+                "message": message}
+    return {"type": "user", "uuid": uuid, "parentUuid": parent, "message": {"role": "user", "content": uuid}}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.builds(_chained, _UUIDS, st.one_of(st.none(), _UUIDS, st.just("gone")), st.booleans()),
+                max_size=12))
+def test_property_rewrite_is_a_fixed_point_whatever_the_parent_chain(entries: list[dict[str, Any]]) -> None:
+    """Duplicated uuids, cycles, self-parents and removed entries inside them: one rewrite is final."""
+    out, _ = rewrite(entries)
+    assert rewrite(out)[0] == out
