@@ -6,8 +6,13 @@ follows the `parentUuid` chain, and a resume of it would pick the wrong leaf. `c
 stable reordering applied before any rewrite: an entry whose parent comes later in the list (or waits itself) moves to just
 after that parent (with its own late children after it); everything else keeps its place.
 
+A parent is *placed* once the first entry carrying its uuid is (the CLI can write one entry twice). Only
+links that reach a root are followed (an entry naming itself as parent is a root): an entry whose ancestry
+runs into a cycle (a damaged chain) keeps its stored place. Both rules depend on the entries, not on their order, so the
+result is a fixed point: `chain_order(chain_order(x)) == chain_order(x)`, which a rewrite's idempotence needs.
+
 Invariants: a list already in chain order is returned unchanged (the same entries, the same order); every
-entry is returned exactly once, even for a damaged chain (a cycle keeps the stored order); O(entries).
+entry is returned exactly once, whatever its parent chain looks like; O(entries).
 """
 
 from __future__ import annotations
@@ -27,32 +32,59 @@ def _parent(entry: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _links(entries: list[Any]) -> dict[int, str]:
+    """position -> parent uuid, for each entry whose parent chain reaches a root (the links to follow)."""
+    present = {u for e in entries if (u := _uuid(e)) is not None}
+    children: dict[str, list[int]] = {}
+    frontier: list[str] = []
+    for i, entry in enumerate(entries):
+        parent, u = _parent(entry), _uuid(entry)
+        if parent is not None and parent in present and parent != u:
+            children.setdefault(parent, []).append(i)
+        elif u is not None:
+            frontier.append(u)  # a root: no parent, one the list does not hold, or itself
+    links: dict[int, str] = {}
+    reached: set[str] = set()
+    while frontier:
+        u = frontier.pop()
+        if u in reached:
+            continue
+        reached.add(u)
+        for i in children.get(u, ()):
+            links[i] = u
+            if (child := _uuid(entries[i])) is not None:
+                frontier.append(child)
+    return links
+
+
 def chain_order(entries: list[Any]) -> list[Any]:
     """`entries` with each entry placed after its parent (stable; see the module docstring)."""
-    position = {u: i for i, e in enumerate(entries) if (u := _uuid(e)) is not None}
-    if not any(position.get(_parent(e) or "", -1) > i for i, e in enumerate(entries)):
-        return entries  # the common case: nothing was appended out of order
+    first: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        if (u := _uuid(entry)) is not None:
+            first.setdefault(u, i)
+    if all(first.get(parent, -1) < i for i, entry in enumerate(entries)
+           if (parent := _parent(entry)) is not None and parent != _uuid(entry)):
+        return entries  # the common case: every parent comes first (so every chain reaches a root)
+    links = _links(entries)
     waiting: dict[str, list[int]] = {}
-    placed: set[int] = set()
+    placed: set[str] = set()
     out: list[Any] = []
 
     def place(index: int) -> None:
         stack = [index]
         while stack:
             i = stack.pop()
-            if i in placed:
-                continue
-            placed.add(i)
             out.append(entries[i])
-            stack.extend(reversed(waiting.pop(_uuid(entries[i]) or "", [])))
+            u = _uuid(entries[i])
+            if u is not None and u not in placed:
+                placed.add(u)
+                stack.extend(reversed(waiting.pop(u, [])))
 
-    for i, entry in enumerate(entries):
-        parent = _parent(entry)
-        if parent is not None and parent in position and position[parent] not in placed:
+    for i in range(len(entries)):
+        parent = links.get(i)
+        if parent is not None and parent not in placed:
             waiting.setdefault(parent, []).append(i)  # its parent comes later, or waits itself
         else:
             place(i)
-    for i in range(len(entries)):  # a damaged chain (a cycle): the rest in stored order
-        if i not in placed:
-            place(i)
-    return out
+    return out  # every followed link reaches a root, so nothing is left waiting

@@ -7,8 +7,9 @@ wants changed in a `Plan`; `apply` then builds the new list. This is what keeps 
   (entry -> message -> content list -> block), everything unchanged is shared with the input;
 * removing an entry relinks every surviving child (and any `leafUuid` pointer) to the nearest surviving
   ancestor, however long the run of removed entries (S-20);
-* an entry spliced in after entry P becomes the parent of everything that hung under P, so it sits on every
-  path through P, and a `leafUuid` naming P now names it.
+* an entry spliced in after entry P becomes the parent of everything that hung under P after it, so it sits
+  on every path through P, and a `leafUuid` naming P now names it. A child stored before the splice point (the
+  CLI can write P twice, and the splice follows the later copy) keeps P, so every parent still comes first.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def apply(entries: list[Entry], plan: Plan) -> list[Entry]:
             new = _edit_blocks(entry, edits[position])
         if position in plan.strip:
             new = {key: value for key, value in new.items() if key not in plan.strip[position]}
-        new = relink.entry(new)
+        new = relink.entry(new, position)
         out.append(new)
         out.extend(plan.after.get(position, ()))
     return out
@@ -186,15 +187,24 @@ class _Relinker:
                 # a parent pointer that is not a string (a dict or list in a broken row) points nowhere: the
                 # children of a removed entry then become roots rather than carry the odd value on
                 self.removed[uuid] = parent if isinstance(parent, str) else None
-        self.tails: dict[str, str] = {}
-        for position, added in plan.after.items():
+        self.tails: dict[str, list[tuple[int, str]]] = {}
+        """uuid -> (splice point, uuid of the last entry spliced in there), by splice point."""
+        for position, added in sorted(plan.after.items()):
             uuid = entries[position].get("uuid")
             if isinstance(uuid, str) and added:
-                self.tails[uuid] = added[-1]["uuid"]
+                self.tails.setdefault(uuid, []).append((position, added[-1]["uuid"]))
         self.memo: dict[str, Any] = {}
 
-    def target(self, pointer: Any) -> Any:
-        if not isinstance(pointer, str) or (pointer not in self.removed and pointer not in self.tails):
+    def target(self, pointer: Any, position: int | None = None) -> Any:
+        """Where `pointer` leads now, for an entry stored at `position` (None: a leaf pointer, any position)."""
+        current = self._surviving(pointer)
+        tails = self.tails.get(current, ()) if isinstance(current, str) else ()
+        before = [tail for at, tail in tails if position is None or at < position]
+        return before[-1] if before else current
+
+    def _surviving(self, pointer: Any) -> Any:
+        """The nearest surviving ancestor `pointer` names (itself when it survives)."""
+        if not isinstance(pointer, str) or pointer not in self.removed:
             return pointer
         if pointer in self.memo:
             return self.memo[pointer]
@@ -206,16 +216,14 @@ class _Relinker:
                 current = None
                 break
             seen.add(current)
-        if isinstance(current, str) and current in self.tails:
-            current = self.tails[current]
         self.memo[pointer] = current
         return current
 
-    def entry(self, entry: Entry) -> Entry:
+    def entry(self, entry: Entry, position: int) -> Entry:
         if not isinstance(entry, dict):
             return entry
         parent = entry.get("parentUuid")
-        new_parent = self.target(parent)
+        new_parent = self.target(parent, position)
         if new_parent != parent:
             entry = {**entry, "parentUuid": new_parent}
         if entry.get("type") in _LEAF_POINTERS:

@@ -3,7 +3,8 @@
 `rewrite(entries, ...)` is a pure function over a list of transcript entries (as a `SessionStore` returns
 them): it returns a NEW list and a `RewriteReport`, and never mutates its input. The stored history stays
 append-only and untouched (P-3); only `load()` hands out the rewritten copy. Entries are first put in chain
-order (`_order.py`: a back-filled entry follows its parent), then, in order (S-19):
+order (`_order.py`: a back-filled entry follows its parent; the result is put in it again), then, in order
+(S-19):
 
 1. ephemeral expiry — stale glance results become one line (`trim.py`);
 2. trim — large results move to `<workspace>/.flower/spill/`, a pointer stays (off by default; `trim.py`);
@@ -142,6 +143,9 @@ def rewrite(
     except Exception as exc:  # noqa: BLE001 - stored data of any shape
         details = [*[d for d in plan.details if d.kind == "skipped"], _skipped("applying the edits", exc)]
         return list(entries), RewriteReport.of(len(entries), len(entries), details)
+    # Relinking over a removed entry can point a child at a later entry (a cycle in a damaged chain that ran
+    # through it): ordering the result too makes it a fixed point, so a rewrite of it changes nothing.
+    out = chain_order(out)
     return out, RewriteReport.of(len(entries), len(out), plan.details)
 
 

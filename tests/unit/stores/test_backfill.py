@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from flower.stores._order import chain_order
 from flower.stores.backfill import backfill, read_entries, transcript_files
@@ -42,6 +44,38 @@ def test_chain_order_puts_back_filled_entries_after_their_parents() -> None:
 def test_chain_order_keeps_a_list_in_order_and_every_entry_once(entries: list[Any]) -> None:
     out = chain_order(entries)
     assert out == entries
+
+
+@pytest.mark.parametrize("entries", [
+    [entry("a", None), entry("b", "a"), entry("c", "b"), entry("b", "a")],  # the CLI wrote one entry twice
+    [entry("p", "q"), entry("c", "q"), entry("q", "p"), entry("d", "p")],  # a cycle, with children
+    [entry("e", "e"), entry("e", None), entry("c", "e")],  # a copy naming itself before the root copy
+])
+def test_chain_order_reads_a_duplicated_uuid_as_its_first_copy_and_leaves_a_cycle_where_it_stands(
+    entries: list[Any],
+) -> None:
+    assert chain_order(entries) == entries
+
+
+def test_chain_order_moves_a_child_after_the_first_copy_of_a_duplicated_parent() -> None:
+    stored = [entry("c", "b"), entry("a", None), entry("b", "a"), entry("b", "a")]
+    assert [e["uuid"] for e in chain_order(stored)] == ["a", "b", "c", "b"]
+
+
+_UUIDS = st.sampled_from(["a", "b", "c", "d", "e"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(_UUIDS, st.one_of(st.none(), _UUIDS, st.just("gone"))).map(lambda t: entry(*t)),
+    st.just({"type": "cost-state"}), st.just("not a dict"), st.just({"uuid": "a", "parentUuid": {"x": 1}}),
+), max_size=12))
+@example([entry("a", "a"), {"uuid": "a", "parentUuid": {"x": 1}}, entry("a", None)])
+def test_chain_order_is_a_fixed_point_whatever_the_parent_chain(entries: list[Any]) -> None:
+    """Duplicated uuids, cycles, self-parents, missing and odd parents: one pass is all a rewrite needs."""
+    once = chain_order(entries)
+    assert sorted(map(id, once)) == sorted(map(id, entries))  # every entry exactly once
+    assert chain_order(once) == once
 
 
 def test_read_entries_skips_torn_lines_api_requests_and_entries_without_uuid(tmp_path: Path) -> None:

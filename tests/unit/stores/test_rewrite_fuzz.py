@@ -3,8 +3,9 @@
 Hypothesis takes one of the real transcripts in ../shared/data/transcripts (60 of them, CLI 1.0 to 2.1) and
 plants shapes a store can hand back but the CLI never writes: a `parentUuid` or `leafUuid` that is a dict,
 list or number, a tool_use id with a lone surrogate (orphaned or not), an entry whose `message` is a string,
-non-dict entries between a message's entries, odd `content`, blocks, uuids and message ids. `rewrite()` must
-return (skipping what it cannot understand, and saying so), never mutate its input, and stay idempotent.
+non-dict entries between a message's entries, odd `content`, blocks, uuids and message ids; and an entry
+written twice (the CLI does), appended late (a back-fill) or naming itself as parent. `rewrite()` must return
+(skipping what it cannot understand, and saying so), never mutate its input, and stay idempotent.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ ODD_VALUES = [{"x": 1}, ["a", "b"], 7, 1.5, True, "", "\ud800", None]
 MUTATIONS = [
     "parent", "leaf", "surrogate_use", "surrogate_orphan", "message_str", "insert_non_dict", "content_odd",
     "block_odd", "uuid_odd", "message_id_odd", "input_odd", "result_id_odd", "drop_message", "removed_odd_parent",
-    "type_swap", "use_id_odd", "result_content_odd", "flags_odd",
+    "type_swap", "use_id_odd", "result_content_odd", "flags_odd", "duplicate", "move_late", "self_parent",
 ]
 
 
@@ -62,8 +63,8 @@ def mutate(entries: list[Any], kind: str, where: float, odd: Any) -> None:
     start = min(int(where * len(entries)), len(entries) - 1)
     order = list(range(start, len(entries))) + list(range(start))
     dicts = [i for i in order if isinstance(entries[i], dict)]
-    if kind == "insert_non_dict":
-        entries.insert(start, odd if not isinstance(odd, dict) else [odd])
+    if kind in ("insert_non_dict", "duplicate", "move_late", "self_parent"):
+        _list_shape(entries, kind, start, where, odd)
         return
     if kind == "removed_odd_parent":  # an API error entry (always removed) with an odd parent, and a child
         error = {"type": "assistant", "isApiErrorMessage": True, "uuid": f"planted-{start}", "parentUuid": odd,
@@ -138,6 +139,18 @@ def mutate(entries: list[Any], kind: str, where: float, odd: Any) -> None:
                     return
 
 
+def _list_shape(entries: list[Any], kind: str, start: int, where: float, odd: Any) -> None:
+    if kind == "insert_non_dict":
+        entries.insert(start, odd if not isinstance(odd, dict) else [odd])
+    elif kind == "duplicate":  # the CLI wrote one entry twice (seen in the real transcripts)
+        entries.insert(start + 1 + int(where * 7) % 5, entries[start])
+    elif kind == "move_late":  # appended after later entries (a back-fill after a dropped mirror batch)
+        moved = entries.pop(start)
+        entries.insert(min(len(entries), start + 1 + int(where * 97) % 13), moved)
+    elif isinstance(entries[start], dict):  # an entry naming itself as parent
+        entries[start] = {**entries[start], "parentUuid": entries[start].get("uuid")}
+
+
 def _rename_result(entries: list[Any], after: int, old: Any, new: str) -> None:
     for k in range(after + 1, len(entries)):
         for number, block in enumerate(_blocks(entries[k]) or []):
@@ -157,6 +170,12 @@ def _rename_result(entries: list[Any], after: int, old: Any, new: str) -> None:
 )
 @example(index=57, planted=[("removed_odd_parent", 0.75, {"x": 1})], trim=False)  # an API error between two
 # results of one interrupted turn: the interrupt pass must see the turn as it is after the error is removed
+@example(index=24, planted=[("removed_odd_parent", 0.375, {"x": 1})] * 3, trim=False)  # three API errors
+# sharing one uuid, one naming itself as parent, in a transcript where the CLI wrote one entry twice: chain
+# order must read a duplicated uuid as its first copy and leave a cycle where it stands, or a rewrite moves on
+@example(index=10, planted=[("leaf", 0.5, None), ("duplicate", 0.3125, None)], trim=False)  # an orphan healed
+@example(index=3, planted=[("duplicate", 0.5, None), ("surrogate_use", 0.0, None)], trim=False)  # after the
+# later copy of a duplicated entry: only the children stored after that copy move under the healing entry
 def test_rewrite_never_raises_on_stored_data(
     index: int, planted: list[tuple[str, float, Any]], trim: bool, tmp_path: Path
 ) -> None:

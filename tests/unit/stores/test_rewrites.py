@@ -465,6 +465,22 @@ def test_api_errors_go_no_response_requested_stays() -> None:
     assert drop_api_errors(t.entries)[0] == out
 
 
+def test_removing_an_entry_from_a_cycle_leaves_a_history_a_second_rewrite_keeps() -> None:
+    """A damaged chain: `e` and the API error `d` name each other as parent, `c` hangs under `d` before `e`.
+    Removing `d` relinks `c` to `e`, which comes after it: the result is put in chain order too."""
+    t = Transcript()
+    root = t.prompt("go")
+    child = t.prompt("c", parentUuid="d")
+    mid = t.assistant(text("e"), parent="d")[-1]
+    error = t.api_error()
+    entries = [*t.entries[:-1], {**error, "uuid": "d", "parentUuid": mid["uuid"]}]
+    out, report = rewrite(entries)
+    assert report.api_errors_dropped == 1
+    assert [e["uuid"] for e in out] == [root["uuid"], mid["uuid"], child["uuid"]]
+    assert by_uuid(out, child["uuid"])["parentUuid"] == mid["uuid"]
+    assert rewrite(out)[0] == out
+
+
 def test_leaf_pointer_to_a_removed_entry_is_relinked() -> None:
     t = Transcript()
     prompt = t.prompt("go")
@@ -548,6 +564,22 @@ def test_trailing_orphan_is_healed_right_after_its_message() -> None:
     assert report.orphans_healed == 1 and report.details[0].uuid == heal["uuid"]
     assert validate(t.entries) != [] and validate(out) == []
     assert heal_orphans(t.entries)[0] == out
+
+
+def test_orphan_healed_after_a_copy_of_its_entry_takes_over_only_the_children_after_it() -> None:
+    """The CLI can write an entry twice; the healing entry follows the later copy, so a child stored before
+    it keeps its parent (moving under the healing entry would put it before its parent: a rewrite of the
+    rewrite would then reorder it)."""
+    t = Transcript()
+    t.prompt("go")
+    call = t.assistant(bash("toolu_o", "make"))[-1]
+    child = t.prompt("still there?")
+    entries = [*t.entries, call]  # the call's entry again, after its child
+    out, _ = heal_orphans(entries)
+    heal = out[-1]
+    assert [e["uuid"] for e in out] == [e["uuid"] for e in entries] + [heal["uuid"]]
+    assert heal["parentUuid"] == call["uuid"] and by_uuid(out, child["uuid"])["parentUuid"] == call["uuid"]
+    assert rewrite(out)[0] == out
 
 
 def test_mid_history_parallel_orphan_is_spliced_before_the_answered_sibling() -> None:
@@ -899,3 +931,24 @@ def test_interrupt_when_results_interleave_with_the_message_entries() -> None:
     out, report = rewritten(t.entries)
     assert [result_body(out, c) for c in ("toolu_x", "toolu_y")] == [texts.INTERRUPTED_RESULT] * 2
     assert report.interrupts_neutralised == 2 and validate(out) == []
+
+
+_UUIDS = st.sampled_from(["a", "b", "c", "d", "e"])
+
+
+def _chained(uuid: str, parent: str | None, error: bool) -> dict[str, Any]:
+    if error:
+        message = {"id": f"synth-{uuid}", "model": "<synthetic>", "role": "assistant",
+                   "content": [{"type": "text", "text": "API Error: 500"}]}
+        return {"type": "assistant", "uuid": uuid, "parentUuid": parent, "isApiErrorMessage": True,
+                "message": message}
+    return {"type": "user", "uuid": uuid, "parentUuid": parent, "message": {"role": "user", "content": uuid}}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.builds(_chained, _UUIDS, st.one_of(st.none(), _UUIDS, st.just("gone")), st.booleans()),
+                max_size=12))
+def test_property_rewrite_is_a_fixed_point_whatever_the_parent_chain(entries: list[dict[str, Any]]) -> None:
+    """Duplicated uuids, cycles, self-parents and removed entries inside them: one rewrite is final."""
+    out, _ = rewrite(entries)
+    assert rewrite(out)[0] == out
