@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import statistics
@@ -159,7 +160,10 @@ class Tape:
     refreshes: int = 0
     restarts: int = 0
     resumed: list[bool] = field(default_factory=list)
-    """Per restart: whether its first main request continued the recorded session (more than the prompt)."""
+    """Per restart: whether its first main request continued the session the kill interrupted: it opens with
+    that session's first message and carries more than it (or that session had nothing more yet)."""
+    restart_notes: list[str] = field(default_factory=list)
+    """Per restart: how many messages the interrupted request and the restarted one carried."""
     store_sizes: list[tuple[int, int]] = field(default_factory=list)
     """(main turns so far, store bytes) sampled every quarter of the plan."""
     recalled: int = 0
@@ -187,6 +191,8 @@ class Driver:
         self.killed = False
         """The flower process was SIGKILLed by this driver and has not been started again yet."""
         self._after_kill = False
+        self._killed: tuple[str, int] = ("", 0)
+        """The first message and the message count of the main request the kill interrupted."""
         self.pid: int | None = None
         """The flower process, whose RSS is sampled at each main request."""
         self.tape = Tape()
@@ -228,10 +234,14 @@ class Driver:
                 self.tape.refreshes += 1
             if self._after_kill:  # the first main request of the restarted process: a resume, or a fresh start?
                 self._after_kill = False
-                self.tape.resumed.append(len(request.messages) > 2)
+                first, count = self._killed
+                same = _first_text(request) == first
+                self.tape.resumed.append(same and (len(request.messages) > 2 or count <= 2))
+                self.tape.restart_notes.append(f"{first} {count}->{len(request.messages)}{'' if same else ' then ' + _first_text(request)}")
             step = self._next_main(request)
             if self.kill_every and self.pid and self._used % self.kill_every == 0 and self._used < self.planned - 1:
                 self.killed = self._after_kill = True
+                self._killed = (_first_text(request), len(request.messages))
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.pid, signal.SIGKILL)  # the flower process and the CLI it started
             return step
@@ -256,6 +266,17 @@ class Driver:
             marker = next((m for m in self._work if m in request.text), None)
             queue = self._threads[request.thread] = list(self._work.pop(marker, [text("nothing to do")]))
         return queue.pop(0) if queue else text("done")
+
+
+_GENERATION = re.compile(r"in a fresh session \(generation (\d+)\)")
+
+
+def _first_text(request: Request) -> str:
+    """Which generation a request belongs to, from its first message: the step's prompt (generation 1) or a
+    generation's handoff continuation, which names its number."""
+    first = json.dumps(request.messages[0].get("content") if request.messages else None)
+    found = _GENERATION.search(first)
+    return f"generation {found.group(1)}" if found else "generation 1"
 
 
 def _store_bytes(run_dir: Path) -> int:
@@ -531,7 +552,8 @@ def restart_rows(ours: Measured, durable: Measured, every: int) -> list[dict[str
             f"{ours.tape.refreshes}, {statistics.median(ours.main_tokens):,.0f})"),
         row(BENCH, "durable flower: restarts that resumed the recorded session", resumed, "restarts", None,
             f"of {len(tape.resumed)}; a fresh start would repeat finished turns: "
-            f"{_met(resumed == len(tape.resumed) == tape.restarts and tape.restarts > 0)}"),
+            f"{_met(resumed == len(tape.resumed) == tape.restarts and tape.restarts > 0)} (messages before the "
+            f"kill -> after the restart: {', '.join(tape.restart_notes)})"),
     ]
 
 
