@@ -304,6 +304,9 @@ class Measured:
     kept_off: int = 0
     dropped: int = 0
     """Tokens the refreshes dropped from the live context (stale results; the store keeps them)."""
+    resume: tuple[int, int, int, int] = (0, 0, 0, 0)
+    """A resume of each main session at the end: model-visible chars before and after the rewrite, expired
+    calls removed with their results, expired results kept as a one-line note."""
 
 
 def _measure(api: ScriptedAPI, driver: Driver) -> Measured:
@@ -421,7 +424,32 @@ async def run_flower(root: Path, units: Sequence[Unit], window: int, kill_every:
     refreshes = run_dir / "bench-refreshes.json"
     if refreshes.exists():
         measured.dropped = sum(json.loads(refreshes.read_text()))
+    measured.resume = await anyio.to_thread.run_sync(_resume_payload, run_dir)  # the store's own event loop
     return measured
+
+
+def _resume_payload(run_dir: Path) -> tuple[int, int, int, int]:
+    """What a resume of each main session of the run would feed back (the rewrite's defaults)."""
+    from flower.report.entries import visible_chars
+    from flower.report.rundata import load_run
+    from flower.stores.opening import close_store, open_store
+    from flower.stores.rewrite import rewrite
+
+    store = open_store(None, run_dir)
+    try:
+        data = load_run(run_dir, store, own_store=True)
+    finally:
+        close_store(store)
+    before = after = removed = noted = 0
+    for entries in data.main.values():
+        out, report = rewrite([dict(e) for e in entries])
+        kept = {b.get("id") for e in out if e.get("type") == "assistant"
+                for b in (e.get("message") or {}).get("content") or [] if isinstance(b, dict)}
+        expired = [d.tool_use_id for d in report.details if d.kind == "expired"]
+        removed += sum(call not in kept for call in expired)
+        noted += sum(call in kept for call in expired)
+        before, after = before + visible_chars(entries), after + visible_chars(out)
+    return before, after, removed, noted
 
 
 def _tenth(values: Sequence[float], last: bool) -> list[float]:
@@ -499,6 +527,10 @@ def rows(a: Measured, b: Measured, c: Measured, turns: int, window: int) -> list
             f"{_met(growth <= 1.25)}"),
         row(BENCH, "flower: chars kept off the main thread", b.kept_off, "chars", None,
             f"the work units' outputs, run by workers; {b.spilled:,} chars of them spilled to files"),
+        row(BENCH, "flower: a resume of each generation at its end feeds back", b.resume[1], "chars",
+            b.resume[1] / max(1, b.resume[0]),
+            f"of {b.resume[0]:,} model-visible chars; {b.resume[2]:,} expired calls removed with their results "
+            f"(S-20), {b.resume[3]:,} kept with a one-line note; the store keeps every original"),
         row(BENCH, "flower: tokens the refreshes dropped", b.dropped, "tokens", None,
             f"stale glance and Read results of the live session, over {b.tape.refreshes} refreshes (the store "
             f"keeps every original; a re-read costs one Read)"),
