@@ -34,8 +34,9 @@ them (cache read 0.1x, cache write 1.25x the input price), for every row; the sh
 heavy start; the planted decisions in each run's final answer; the cache-read share; peak and
 median main context; compactions vs handoffs; seconds per main turn in the first vs the last 10% of
 turns; the RSS of the flower process (a child of the bench, so the fake is not counted) in the first vs the last 10%; store bytes per
-turn by quarter; the chars kept off the main thread (spilled, and worker outputs that never reached it) and
-the tokens the refreshes dropped from it (expired results).
+turn by quarter; the chars kept off the main thread (spilled, and worker outputs that never reached it),
+the tokens the refreshes dropped from it (expired results), and what a resume of each generation at its end
+would feed back (expired calls removed as pairs or kept with a note).
 
     python -m bench --only endurance          # 1,000 flower main turns
     python -m bench.endurance --tiny          # 60 turns, a 100k window (the CLI's minimum for compaction)
