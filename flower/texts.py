@@ -129,6 +129,13 @@ EXPIRED_RESULT = (
     "[flower: expired output of `{command}`, run {age} ago. What it showed may have changed since; "
     "run it again if you need it.]"
 )
+# 1b. a group of expired calls removed with their results: the last one of the group stays with this note.
+# {command}, {age}: of that last call; {removed}: "1 earlier expired call" or "N earlier expired calls";
+# {commands}: the first few of them.
+EXPIRED_GROUP = (
+    "[flower: expired output of `{command}`, run {age} ago; {removed} before it went with their outputs "
+    "({commands}). What they showed may have changed since; run again what you need.]"
+)
 # 2. trim. {path}: absolute path of the spill file inside the workspace.
 TRIMMED_RESULT = "[flower: this result ({chars} chars) was moved out of context to {path}; Read or Grep it there if needed.]"
 # 4. disconnect residue: replaces the CLI's "STOP what you are doing and wait" text of an interrupted call.

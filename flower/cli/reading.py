@@ -87,7 +87,8 @@ def _analyze(data: RunData, window: int | None) -> tuple[Report, object]:
     stats = workbench_stats_of(data)
     result = analyze(data.main, data.subagents, retired=data.retired, threshold=recorded_threshold(data, window),
                      spill_log=data.spill_log, workbench=stats, cost_usd=data.cost_usd,
-                     workbench_root=str(data.workbench_root) if data.workbench_root else None)
+                     workbench_root=str(data.workbench_root) if data.workbench_root else None,
+                     cache_costs=data.cache_costs)
     return result, stats
 
 

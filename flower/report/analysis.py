@@ -101,6 +101,14 @@ class Generation:
     priced: float = 0.0
     """Its main-thread input priced as the API prices it, in input-token equivalents (cache read and write at
     the model's ratios, `flower.runtime.economics`)."""
+    refreshes: int = 0
+    """Refreshes of this session the run recorded (the manifest's `cache_costs`)."""
+    refresh_write: int = 0
+    """Cache-write tokens of their first requests."""
+    refresh_priced: float = 0.0
+    """What their first requests cost, input-token equivalents."""
+    refresh_saved: float = 0.0
+    """What they saved net of that cost (`economics.refresh_saving`, summed; negative: they did not pay)."""
 
 
 @dataclass(frozen=True)
@@ -266,8 +274,34 @@ def _contexts(entries: Sequence[Entry]) -> list[int]:
     return [u.prompt for u in (usage_of(e) for _, e in api_messages(entries)) if u.prompt > 0]
 
 
+def _number(record: Mapping[str, Any], name: str) -> int:
+    value = record.get(name)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _refreshes(entries: Sequence[Entry], records: Sequence[Mapping[str, Any]], prices: Any) -> dict[str, Any]:
+    """The refreshes of one session (`cache_costs` records of kind `refresh`): their count, cache writes,
+    priced first requests and net saving, found by the message id of each one's first request."""
+    from flower.runtime.economics import refresh_saving
+
+    keys = [key for key, entry in api_messages(entries) if usage_of(entry).prompt > 0]
+    position = {key: index for index, key in enumerate(keys)}
+    done = {"refreshes": 0, "refresh_write": 0, "refresh_priced": 0.0, "refresh_saved": 0.0}
+    for record in records:
+        before, after, write, priced = (_number(record, name) for name in ("before", "context", "cache_write",
+                                                                            "priced"))
+        done["refreshes"] += 1
+        done["refresh_write"] += write
+        done["refresh_priced"] += priced
+        index = position.get(str(record.get("message_id")))
+        if index is not None:
+            done["refresh_saved"] += refresh_saving(before, after, priced, len(keys) - index, prices)
+    return done
+
+
 def _generations(
-    main: Mapping[str, list[Entry]], retired: frozenset[str], model: str | None = None
+    main: Mapping[str, list[Entry]], retired: frozenset[str], model: str | None = None,
+    cache_costs: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[list[int], list[Generation]]:
     from flower.runtime.economics import Prices, request_cost
 
@@ -285,8 +319,10 @@ def _generations(
         kind: Literal["start", "handoff", "session"] = (
             "start" if previous is None else "handoff" if previous in retired else "session"
         )
+        refreshes = _refreshes(entries, [r for r in cache_costs if r.get("kind") == "refresh"
+                                         and r.get("session_id") == session], prices)
         generations.append(Generation(session, len(contexts), len(points), kind, least_squares_slope(points),
-                                      total, usages[0].cache_creation if usages else 0, priced))
+                                      total, usages[0].cache_creation if usages else 0, priced, **refreshes))
         contexts.extend(points)
         previous = session
     return contexts, generations
@@ -347,12 +383,14 @@ def analyze(
     workbench: WorkbenchStats | None = None,
     workbench_root: str | None = None,
     cost_usd: float | None = None,
+    cache_costs: Iterable[Mapping[str, Any]] = (),
 ) -> Report:
     """The report of one run: `main_entries` is one main transcript, or several by session id in order.
 
     `retired` names sessions that handed over to a new generation; `threshold` defaults to
     `HandoffPolicy().threshold(model)` for the model of the last main reply; `cost_usd` (from the manifest)
-    wins over the transcripts' own `cost-state` lines.
+    wins over the transcripts' own `cost-state` lines; `cache_costs` (the manifest's records of what each
+    refresh and handoff paid) give each generation its refreshes' cost and saving.
     """
     sessions = dict(main_entries) if isinstance(main_entries, Mapping) else {"": list(main_entries)}
     main, inline = _split_inline(sessions)
@@ -361,7 +399,8 @@ def analyze(
     per_agent = {agent: _thread(entries) for agent, entries in subs.items()}
     all_main = [e for entries in main.values() for e in entries]
     model = last_model(all_main)
-    contexts, generations = _generations(main, frozenset(retired), model)
+    contexts, generations = _generations(main, frozenset(retired), model,
+                                         [r for r in cache_costs if isinstance(r, Mapping)])
     if threshold is None:
         from flower.runtime.handoff import HandoffPolicy
 
@@ -415,5 +454,8 @@ def report_json(report: Report) -> dict[str, Any]:
     )
     for generation in data["generations"]:
         generation["slope"] = _round(generation["slope"], 1)
+        generation["refresh_saved"] = round(generation["refresh_saved"])
+        generation["refresh_priced"] = round(generation["refresh_priced"])
+        generation["priced"] = round(generation["priced"])
     plain: dict[str, Any] = json.loads(json.dumps(data, default=str))  # tuples become lists, as printed
     return plain

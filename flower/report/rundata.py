@@ -100,6 +100,8 @@ class RunData:
     """`manifest`, `cwd` (fallback: `<cwd of the entries>/.flower`) or `none`."""
     spill_log: list[dict[str, Any]] = field(default_factory=list)
     cost_usd: float | None = None
+    cache_costs: list[dict[str, Any]] = field(default_factory=list)
+    """What each refresh and handoff paid at its first request (the manifest rows' `cache_costs`)."""
 
 
 def _agent_label(subpath: str, taken: Mapping[str, Any], session: str) -> str:
@@ -199,6 +201,8 @@ def _finish(data: RunData) -> RunData:
     data.cost_usd = float(sum(costs)) if costs else None
     for row in data.steps:
         data.retired.update(s for s in (row.get("retired") or []) if isinstance(s, str))
+        costs_of = row.get("cache_costs")
+        data.cache_costs.extend(c for c in (costs_of if isinstance(costs_of, list) else []) if isinstance(c, dict))
     return data
 
 

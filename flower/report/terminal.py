@@ -78,10 +78,13 @@ def _context(report: Report) -> Table:
     ]
     for index, gen in enumerate(report.generations, 1):
         slope = "n/a" if gen.slope is None else f"{gen.slope:,.0f}/turn"
+        refreshed = "" if not gen.refreshes else (
+            f"; {gen.refreshes} refresh{'es' if gen.refreshes > 1 else ''} wrote {gen.refresh_write:,} "
+            f"(priced {gen.refresh_priced:,.0f}) and saved {gen.refresh_saved:,.0f} net")
         rows.append((f"session {index} ({gen.kind}) {gen.session_id[:8]}",
                      f"{gen.turns} turns, {slope}; carried {gen.usage.prompt:,} (cache read {gen.usage.cache_read:,}, "
                      f"written {gen.usage.cache_creation:,}, {gen.opening_write:,} at its start); priced "
-                     f"{gen.priced:,.0f} input-token eq."))
+                     f"{gen.priced:,.0f} input-token eq.{refreshed}"))
     for what, value in rows:
         table.add_row(_t(what), value)
     return table

@@ -20,6 +20,8 @@ of its input price, so the model's dollar figures never matter, only their ratio
 
 Invariants.
 - Pure: no I/O, no clock; the runtime feeds it what the API reported.
+- `refresh_saving` is what carrying the dropped tokens on would have cost minus what the refresh's first
+  request paid above a cache read of its context (negative: the refresh did not pay for itself).
 - `cost_threshold` is None until `min_sample` turns of the generation were measured (no guess from one turn)
   and when the context does not grow.
 """
@@ -32,7 +34,10 @@ from dataclasses import dataclass
 
 from flower.agent.usage import Tier, tier_for
 
-__all__ = ["HANDOFF_OUTPUT", "MIN_SAMPLE", "Prices", "best_length", "cost_threshold", "handoff_cost", "request_cost"]
+__all__ = [
+    "HANDOFF_OUTPUT", "MIN_SAMPLE", "Prices", "best_length", "cost_threshold", "handoff_cost", "refresh_saving",
+    "request_cost",
+]
 
 HANDOFF_OUTPUT = 1_500
 """Tokens a handoff reply is taken to have (five sections of a few lines each)."""
@@ -92,3 +97,12 @@ def cost_threshold(contexts: Sequence[int], first_request: float, prices: Prices
         return None
     turns = max(best_length(handoff_cost(first_request, now, prices), growth, prices), min_turns)
     return int(start + growth * turns) if math.isfinite(turns) else None  # a free cache read: never cheaper
+
+
+def refresh_saving(before: int, after: int, first_request: float, turns: int, prices: Prices) -> float:
+    """What a refresh saved, in input-token equivalents: the context fell from `before` (the last request
+    before it) to `after` (its first request, which cost `first_request`), and the generation made `turns`
+    requests from that one on. Each later request read `before - after` fewer tokens from the cache; the first
+    one paid `first_request` where an unrefreshed request would have read its whole context from the cache."""
+    dropped = max(0, before - after)
+    return prices.read * dropped * max(0, turns - 1) - (first_request - prices.read * (after + dropped))

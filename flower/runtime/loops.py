@@ -28,7 +28,9 @@ import anyio
 
 from flower import texts
 from flower.agent.events import Event, emit
+from flower.agent.usage import message_cost
 from flower.runtime.decide import Limits, Move, State, decide, saved_note, span
+from flower.runtime.economics import request_cost
 from flower.runtime.handoff import save_handoff
 from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome
@@ -64,7 +66,7 @@ async def run_step(runtime: Host, step: Step, resume: str | None, fork: bool) ->
                 step.tally.handoffs.append(str(path))
                 error = f"{error}{saved_note(str(path), _max_generations(runtime))}"
             return Ending(session, outcome, error)
-        message = _next_generation(runtime, step, move, session)
+        message = _next_generation(runtime, step, move, session, outcome)
         session = None
 
 
@@ -121,14 +123,16 @@ def _max_generations(runtime: Host) -> int:
 def _refreshed(step: Step, outcome: Outcome, session: str | None) -> None:
     step.tally.refreshes += 1
     context = step.meter.current
+    step.tally.pending = {"kind": "refresh", "before": context, "stale": outcome.stale}
     emit(step.on_event, Event("system", f"refresh: session resumed to drop about {outcome.stale:,} stale tokens "
                                         f"of {context:,}",
                               payload={"subtype": "refresh", "session_id": session, "stale": outcome.stale,
                                        "context": context}))
 
 
-def _next_generation(runtime: Host, step: Step, move: Move, session: str | None) -> str:
-    """Retire the session, save its handoff, say so; the new generation's first message."""
+def _next_generation(runtime: Host, step: Step, move: Move, session: str | None, outcome: Outcome) -> str:
+    """Retire the session, save its handoff, say so with what the handoff round cost (the new generation's
+    first request is priced by a `cache_cost` event when it is answered); the new generation's first message."""
     tally, generation = step.tally, move.state.generation
     path = _save(runtime, step.name, move.handoff)
     if runtime.workbench is not None:
@@ -136,9 +140,15 @@ def _next_generation(runtime: Host, step: Step, move: Move, session: str | None)
     tally.handoffs.append(str(path))
     if session:
         tally.retired.append(session)
+    turn = outcome.handoff_usage
     emit(step.on_event, Event("handoff", move.handoff, payload={
         "generation": generation, "path": str(path), "retired": session, "degraded": bool(move.degraded),
-        "reason": move.degraded}))
+        "reason": move.degraded, "context": step.meter.current, "turn": dict(turn),
+        "cache_write": turn.get("cache_creation_input_tokens", 0),
+        "priced": round(request_cost(turn, step.meter.prices) + step.meter.prices.output * turn.get("output_tokens", 0)),
+        "usd": round(message_cost(step.meter.model, turn), 6)}))
+    step.tally.pending = {"kind": "handoff", "before": step.meter.current, "generation": generation,
+                          "retired": session}
     tally.next_refresh = 0  # the waiting was for the retired session's context, not this one's
     step.meter.new_generation()
     body = texts.HANDOFF_CONTINUE.format(generation=generation, path=path, handoff=move.handoff.strip())

@@ -10,7 +10,8 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from flower.runtime.handoff import is_context_overflow
@@ -65,6 +66,8 @@ class Outcome:
     """Workers cut off by a transient API failure (their dispatcher was told to dispatch them again)."""
     resets_at: float | None = None
     """The error is a subscription's usage limit, which resets at this time (epoch seconds)."""
+    handoff_usage: Mapping[str, int] = field(default_factory=dict)
+    """Tokens of the handoff round, as its result messages reported them (`USAGE_KEYS`)."""
 
     @property
     def refreshed(self) -> bool:

@@ -216,7 +216,7 @@ class Runtime:
             contexts=tuple(meter.per_message[meter.seeded :]), retries=tuple(tally.retries), started=started, ended=now(),
             duration=round(time.monotonic() - clock, 3), tool_errors=tally.tool_errors,
             tool_error_samples=tuple(tally.tool_error_samples), usage=dict(tally.usage),
-            fallbacks=tuple(tally.fallbacks),
+            fallbacks=tuple(tally.fallbacks), cache_costs=tuple(tally.cache_costs),
         )
         self._record(result, spec)
         emit(on_event, Event("step", name, payload={"phase": "end", "ok": result.ok, "cost_usd": result.cost_usd,

@@ -46,11 +46,14 @@ from claude_agent_sdk import (
 from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput
 
 from flower import texts
+from flower.agent.eventinfo import USAGE_KEYS, usage_of
 from flower.agent.events import Event, emit, to_events
 from flower.agent.output import OUTPUT_RETRIES_SPENT, OUTPUT_TOOL, output_mismatch
+from flower.agent.usage import message_cost
 from flower.errors import ConfigError, StoredDataError, StoreError, UnsafePathError
 from flower.runtime import child
 from flower.runtime.control import Tasks
+from flower.runtime.economics import request_cost
 from flower.runtime.handoff import degraded_handoff, parse_handoff
 from flower.runtime.host import Host, Step
 from flower.runtime.outcome import Outcome, outcome_kind
@@ -102,6 +105,8 @@ class Session:
         self.tasks = Tasks()
         self.handoff: str | None = None
         self.degraded: str | None = None
+        self.handoff_usage: dict[str, int] = dict.fromkeys(USAGE_KEYS, 0)
+        """Tokens of the handoff round (its result messages' usage: every API message of the round)."""
         self.interrupted = False
         self.fatal = False
         """Retrying cannot help: a 401/403, or a deterministic failure (unreadable stored data, a refused path)."""
@@ -189,6 +194,7 @@ class Session:
                        handoff=self.handoff, degraded=self.degraded, stale=self.refresh,
                        output=self.output, settled=self.result is not None, cost=self.cost, turns=self.turns,
                        worker_errors=tuple(self.worker_errors),
+                       handoff_usage=dict(self.handoff_usage) if self.handoff is not None else {},
                        resets_at=(self.resets_at or usage_limit_reset(self.error)) if self.error else None)
 
     async def _restore(self) -> None:
@@ -280,8 +286,10 @@ class Session:
         if msg.parent_tool_use_id is not None or msg.model == "<synthetic>":
             return
         self.runtime._use_model(self.step.spec, msg.model, self.step.on_event)
-        if self.step.meter.observe(msg.message_id, msg.usage, msg.model) and generations:
-            self._watch()
+        if self.step.meter.observe(msg.message_id, msg.usage, msg.model):
+            self._price_pending(msg)
+            if generations:
+                self._watch()
         for block in msg.content:
             if isinstance(block, ToolUseBlock):
                 self._seen.add(block.id)
@@ -347,6 +355,25 @@ class Session:
         if total is None:
             return
         self.cost = total - self.base_cost if total >= self.base_cost else total
+
+    def _price_pending(self, msg: AssistantMessage) -> None:
+        """The first request after a refresh or handoff: what it wrote to the cache and cost, said once."""
+        tally, meter = self.step.tally, self.step.meter
+        if tally.pending is None:
+            return
+        record, tally.pending = tally.pending, None
+        usage = usage_of({"usage": msg.usage})
+        input_side = {**usage, "output_tokens": 0}
+        record.update(session_id=self.session_id, message_id=msg.message_id, context=meter.current,
+                      input=usage["input_tokens"], cache_read=usage["cache_read_input_tokens"],
+                      cache_write=usage["cache_creation_input_tokens"],
+                      priced=round(request_cost(usage, meter.prices)), usd=round(message_cost(msg.model, input_side), 6))
+        tally.cache_costs.append(record)
+        emit(self.step.on_event, Event(
+            "system", f"{record['kind']} cost: its first request wrote {record['cache_write']:,} tokens to the "
+                      f"cache and read {record['cache_read']:,} ({record['priced']:,} input-token eq., "
+                      f"${record['usd']:.4f})",
+            payload={"subtype": "cache_cost", **record}))
 
     def _watch(self) -> None:
         """Mark the crossing, and warn once when the context first comes near it."""
@@ -435,6 +462,9 @@ class Session:
                     reply += "".join(b.text for b in msg.content if isinstance(b, TextBlock))
                 elif isinstance(msg, ResultMessage):
                     self._account(msg)
+                    # the round's own tokens, output included (a streamed reply's message carries only its start)
+                    for key, value in usage_of({"usage": msg.usage}).items():
+                        self.handoff_usage[key] += value
                     if msg.is_error:
                         why = f"the handoff round failed: {first_line(msg.result or msg.subtype)}"
             if parse_handoff(reply):

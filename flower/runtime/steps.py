@@ -81,6 +81,9 @@ class StepResult:
     (`input_tokens`, `output_tokens`, `cache_read_input_tokens`, `cache_creation_input_tokens`)."""
     fallbacks: tuple[dict[str, str], ...] = ()
     """Each time the CLI switched to the spec's fallback model: `model`, `fallback_model`, `trigger`."""
+    cache_costs: tuple[dict[str, Any], ...] = ()
+    """What each refresh and handoff paid at its first request (the `cache_cost` events: `kind`, `session_id`,
+    `message_id`, `before`, `context`, `input`, `cache_read`, `cache_write`, `priced`, `usd`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain data: a typed output as JSON (manifest rows, `--json`)."""

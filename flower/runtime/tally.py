@@ -37,6 +37,10 @@ class Tally:
     counted: set[str] = field(default_factory=set)
     fallbacks: list[dict[str, str]] = field(default_factory=list)
     """Each switch to the fallback model: `model`, `fallback_model`, `trigger`."""
+    pending: dict[str, Any] | None = None
+    """A refresh or handoff whose first request is not answered yet (its `cache_cost` comes with it)."""
+    cache_costs: list[dict[str, Any]] = field(default_factory=list)
+    """What each refresh and handoff paid to write the cache again (the `cache_cost` events' payloads)."""
 
     def add(self, outcome: Outcome) -> None:
         self.attempts += 1

@@ -1,7 +1,8 @@
 """Rewrites 1 and 2 of S-19: expire stale glance results, move large results out of context.
 
-Both replace the body of a `tool_result` block and nothing else: the block stays (its call would be an
-orphan without it), `tool_use_id` and `is_error` stay, the entry and its chain stay. Compaction summaries,
+Both replace the body of a `tool_result` block: the block stays (its call would be an orphan without it),
+`tool_use_id` and `is_error` stay, the entry and its chain stay; the one exception is a run of expired calls,
+removed call and result together (below). Compaction summaries,
 meta entries, and results holding images or documents are never touched (S-20).
 
 **Ephemeral expiry** (on by default). A site is a successful `Bash` result whose command the glance
@@ -10,7 +11,12 @@ coordinator run it), and a successful text `Read` result (a Read is `cat` with l
 a file that the file itself keeps; `reads=False` leaves them). All sites but the newest `keep_recent` get
 one line naming the command (`Read <path>` for a Read) and its age, but only when their body is longer
 than that line: an expiry note never makes the history longer,
-so a tiny output (an `ls` of two files) keeps its body. Not spilled: re-running a glance is cheaper than
+so a tiny output (an `ls` of two files) keeps its body. A run of two or more expiring calls (in result
+order on a thread; a kept successful result ends a run, a failed or denied one does not) whose assistant
+messages hold nothing but expiring or failed calls goes further: each call goes with its result, as a pair
+(S-20), except the last of the run, which stays with one line (`texts.EXPIRED_GROUP`) naming its command,
+its age and the first few calls removed before it. A call whose message also holds text or thinking keeps
+its call and note (removing it would leave that prose alone). Not spilled: re-running a glance is cheaper than
 reading an archive. Denied, interrupted and failed results are not sites (they are not snapshots of
 state; the residue rules own the first two).
 
@@ -35,6 +41,7 @@ fewer rounds (denial pruning removes whole messages), and a kept body must not t
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,8 +51,15 @@ from typing import Any
 from flower import texts
 from flower.errors import ConfigError, UnsafePathError
 from flower.stores._plan import Plan, RewriteDetail, RewriteReport, run_alone
-from flower.stores._transcript import Entry, TranscriptIndex, is_protected, result_text
-from flower.stores.prune import find_interrupted
+from flower.stores._transcript import (
+    Entry,
+    TranscriptIndex,
+    blocks_of,
+    is_protected,
+    message_key,
+    result_text,
+)
+from flower.stores.prune import _settle_emptied, find_interrupted
 from flower.util.confined import Confined, resolve_inside
 
 __all__ = [
@@ -113,6 +127,10 @@ class TrimPolicy:
             raise ConfigError(
                 f"TrimPolicy.spill_dir must be a relative path inside the workspace: {self.spill_dir!r}"
             )
+
+
+_GROUP_SHOWN = 3
+"""Removed calls a group's note names."""
 
 
 def _newest_excluded(sites: list[Any], keep: int) -> list[Any]:
@@ -188,21 +206,91 @@ def plan_expiry(
             if not verdicts[command]:
                 continue
         sites.append((result.entry, result.block, command, text, index.age(use)))
-    for position, number, command, text, age in _newest_excluded(sites, policy.keep_recent):
+    expiring = [site for site in _newest_excluded(sites, policy.keep_recent)
+                if not site[3].startswith(texts.FLOWER_NOTE_PREFIX)]
+    by_call = {str(entries[site[0]]["message"]["content"][site[1]].get("tool_use_id")): site for site in expiring}
+    groups = _removable_groups(entries, index, by_call)
+    grouped = {call for group in groups for call in group}
+    for position, number, command, text, age in expiring:
+        block = entries[position]["message"]["content"][number]
         note = _expiry_note(command, age, text)
-        if note is None:
+        if note is None or block.get("tool_use_id") in grouped:
             continue
+        plan.blocks[(position, number)] = {**block, "content": note}
+        plan.note(RewriteDetail("expired", entries[position].get("uuid"), block.get("tool_use_id"),
+                                len(text) - len(note), command))
+    touched: set[int] = set()
+    for *gone, anchor in groups:
+        for call in gone:
+            _remove_pair(entries, index, plan, call, by_call[call], touched)
+        position, number, command, text, age = by_call[anchor]
+        labels = [_short_command(by_call[call][2]) for call in gone]
+        shown = "; ".join(labels[:_GROUP_SHOWN]) + ("; \N{HORIZONTAL ELLIPSIS}" if len(labels) > _GROUP_SHOWN else "")
+        removed = f"{len(gone)} earlier expired call" + ("s" if len(gone) > 1 else "")
+        note = texts.EXPIRED_GROUP.format(command=_short_command(command), age=_rounds(age), removed=removed,
+                                          commands=shown)
         block = entries[position]["message"]["content"][number]
         plan.blocks[(position, number)] = {**block, "content": note}
-        plan.note(
-            RewriteDetail(
-                "expired",
-                entries[position].get("uuid"),
-                block.get("tool_use_id"),
-                len(text) - len(note),
-                command,
-            )
-        )
+        plan.note(RewriteDetail("expired", entries[position].get("uuid"), anchor, len(text) - len(note), command))
+    _settle_emptied(entries, plan, touched)
+
+
+def _removable_groups(entries: list[Entry], index: TranscriptIndex,
+                      by_call: dict[str, tuple[int, int, str, str, int]]) -> list[list[str]]:
+    """Runs of expiring calls (in result order, per thread) that can go as pairs, each run of two or more:
+    a call can go when its assistant message holds nothing but calls that expire too or failed (no text or
+    thinking is left alone in a message) and its one result is the expiring one. A successful result that stays
+    ends a run; a failed or denied one does not (the denial stage may remove it, the orphan stage adds
+    failed results: a second pass must find the same runs)."""
+    messages: dict[str, list[dict[str, Any]]] = {}
+    for position, entry in enumerate(entries):
+        if isinstance(entry, dict) and entry.get("type") == "assistant":
+            messages.setdefault(message_key(entry, position), []).extend(blocks_of(entry) or [])
+
+    def whole(call: str) -> bool:
+        use = index.uses.get(call)
+        if use is None or is_protected(entries[use.entry]) or len(index.results.get(call, ())) != 1:
+            return False
+        blocks = messages.get(message_key(entries[use.entry], use.entry), [])
+        return bool(blocks) and all(isinstance(b, dict) and b.get("type") == "tool_use"
+                                    and (str(b.get("id")) in by_call or failed(str(b.get("id")))) for b in blocks)
+
+    def failed(call: str) -> bool:
+        """A call that failed, was denied or has no result (the orphan stage gives it a failed one)."""
+        return all(_failure(entries, result) for result in index.results.get(call, ()))
+    groups: list[list[str]] = []
+    current: dict[Any, list[str]] = {}
+    for result in index.ordered_results:
+        use = index.uses.get(result.tool_use_id)
+        thread = use.thread if use is not None else None
+        run = current.setdefault(thread, [])
+        if result.tool_use_id in by_call and whole(result.tool_use_id):
+            run.append(result.tool_use_id)
+            continue
+        if _failure(entries, result):
+            continue  # failures, denials, healed orphans: whether a later stage removes or adds them, no break
+        if len(run) >= 2:
+            groups.append(run)
+        current[thread] = []
+    groups.extend(run for run in current.values() if len(run) >= 2)
+    return groups
+
+
+def _failure(entries: list[Entry], result: Any) -> bool:
+    entry = entries[result.entry]
+    return "toolDenialKind" in entry or entry["message"]["content"][result.block].get("is_error") is True
+
+
+def _remove_pair(entries: list[Entry], index: TranscriptIndex, plan: Plan, call: str,
+                 site: tuple[int, int, str, str, int], touched: set[int]) -> None:
+    """Remove an expiring call and its result, as a pair (S-20); the store keeps both."""
+    use = index.uses[call]
+    position, number, command, text, _ = site
+    plan.blocks[(use.entry, use.block)] = None
+    plan.blocks[(position, number)] = None
+    touched.update((use.entry, position))
+    chars = len(use.name) + len(json.dumps(use.input, ensure_ascii=False, default=str)) + len(text)
+    plan.note(RewriteDetail("expired", entries[position].get("uuid"), call, chars, command))
 
 
 def plan_trim(

@@ -106,7 +106,7 @@ def _charts(data: Any) -> dict[str, Any]:
     from flower.report.timeline import build_timeline
 
     report = analyze(data.main, data.subagents, retired=data.retired, threshold=recorded_threshold(data, None),
-                     spill_log=data.spill_log, cost_usd=data.cost_usd)
+                     spill_log=data.spill_log, cost_usd=data.cost_usd, cache_costs=data.cache_costs)
     return {
         "context_svg": context_chart(report),
         "timeline_svg": timeline_chart(build_timeline(data)),

@@ -243,18 +243,22 @@ async def test_resume_through_the_rewriting_store(
     assert stored is not None and stored[: len(original)] == original and len(stored) > len(original)
     assert report is not None
     assert (report.expired, report.denials_dropped, report.api_errors_dropped,
-            report.interrupts_neutralised, report.orphans_healed) == (2, 1, 1, 1, 1)
+            report.interrupts_neutralised, report.orphans_healed) == (3, 1, 1, 1, 1)
     killed_call = calls(rewritten)[KILLED]
     assert validate(loaded) == [] and validate(original) == [
         f"pairing: tool_use {killed_call} (Bash) has no tool_result before the next assistant message"
     ]
 
-    # 1. expiry: the two old long glances carry the note; the tiny `ls` (shorter than a note) and the newest
-    # glance keep their bodies.
-    for command, sample in ((LONG_LS, "module_00.py"), (LONG_CAT, "note 39")):
-        assert str(body_of(rewritten, command)).startswith(f"[flower: expired output of `{command}`, run ")
-        assert sample in str(body_of(control, command)) and sample not in str(body_of(rewritten, command))
-    assert body_of(rewritten, TINY_LS) == body_of(control, TINY_LS) == "one.txt"
+    # 1. expiry: the old long `ls` and the tiny one are a run of expired calls (the denial between does not
+    # end it): the first goes with its result, the tiny one stays with one line naming both; `cat` (after the
+    # large python output, which ends the run) carries the note; the newest glance keeps its body.
+    assert LONG_LS in calls(control) and LONG_LS not in calls(rewritten)
+    assert calls(control)[LONG_LS] in results(control) and calls(control)[LONG_LS] not in results(rewritten)
+    assert str(body_of(rewritten, TINY_LS)).startswith(f"[flower: expired output of `{TINY_LS}`, run ")
+    assert f"1 earlier expired call before it went with their outputs ({LONG_LS})" in str(
+        body_of(rewritten, TINY_LS)) and body_of(control, TINY_LS) == "one.txt"
+    assert str(body_of(rewritten, LONG_CAT)).startswith(f"[flower: expired output of `{LONG_CAT}`, run ")
+    assert "note 39" in str(body_of(control, LONG_CAT)) and "note 39" not in str(body_of(rewritten, LONG_CAT))
     assert "module_29.py" in str(body_of(rewritten, NEWEST_LS))
     # 3. denials: exactly one left, the newest; the older call went together with its result.
     assert rewritten.text.count(DENY_REASON) == 1 and control.text.count(DENY_REASON) == 2

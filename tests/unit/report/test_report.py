@@ -11,6 +11,7 @@ import pytest
 from flower.report.analysis import analyze, api_messages, least_squares_slope, report_json, visible_chars
 from flower.report.html import render_html
 from flower.report.preview import PRICING, build_preview, preview_json, render_entry
+from flower.runtime.economics import Prices
 from tests.support.sessions import (
     AGENT_INPUT,
     BASH_INPUT,
@@ -280,3 +281,25 @@ def test_preview_of_an_untouched_session_costs_nothing() -> None:
     assert not preview.main.changed and preview.main.diff == ()
     assert preview.cache_write_usd == 0 and preview.break_even_requests == 0
     assert math.isclose(preview.cold_saved_usd, 0)
+
+
+def test_a_generation_shows_what_its_refreshes_wrote_cost_and_saved() -> None:
+    """Issue #27: a refresh's record (the manifest's `cache_costs`) is found by its first request's message id;
+    the saving counts the requests after it, at the model's cache-read price, less its extra write."""
+    contexts = [10_000, 11_000, 12_000, 6_000, 7_000, 8_000, 9_000]
+    entries = [e for i, size in enumerate(contexts)
+               for e in reply(f"m{i}", f"q{i}", [text(str(i))], usage(1, size - 1, 0, 1))]
+    record = {"kind": "refresh", "session_id": "S1", "message_id": "m3", "before": 12_000, "context": 6_000,
+              "cache_write": 5_000, "priced": 6_500}
+    other = {**record, "session_id": "S2"}
+    handoff = {**record, "kind": "handoff"}
+    report = analyze({"S1": entries}, {}, threshold=50_000, cache_costs=[record, other, handoff, "junk"])  # type: ignore[list-item]
+    (generation,) = report.generations
+    assert (generation.refreshes, generation.refresh_write, generation.refresh_priced) == (1, 5_000, 6_500)
+    read = Prices.of(report.model).read  # the replies' model (its cache read is 0.05x input)
+    assert read == pytest.approx(0.05)
+    # 3 requests after the first one read 6,000 fewer; the first paid 6,500 instead of reading 12,000
+    assert generation.refresh_saved == pytest.approx(read * 6_000 * 3 - (6_500 - read * 12_000))
+    assert report_json(report)["generations"][0]["refresh_saved"] == round(generation.refresh_saved)
+    bare = analyze({"S1": entries}, {}, threshold=50_000).generations[0]
+    assert (bare.refreshes, bare.refresh_saved) == (0, 0.0)

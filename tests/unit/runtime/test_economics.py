@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from flower.runtime.economics import Prices, best_length, cost_threshold, handoff_cost, request_cost
+from flower.runtime.economics import (
+    Prices,
+    best_length,
+    cost_threshold,
+    handoff_cost,
+    refresh_saving,
+    request_cost,
+)
 from flower.runtime.handoff import ContextMeter
 
 
@@ -65,3 +72,24 @@ def test_the_meter_measures_each_generation_from_its_own_first_message() -> None
     meter.observe("b", {"input_tokens": 5, "cache_creation_input_tokens": 9_000})
     assert meter.cost_threshold(30) is None  # one message of the new generation: nothing measured yet
     assert meter.first_request == pytest.approx(5 + 1.25 * 9_000)
+
+
+def _carried(contexts: list[int], first: float, prices: Prices) -> float:
+    """Requests priced turn by turn: the first at `first`, the rest read from the cache."""
+    return first + sum(prices.read * c for c in contexts[1:])
+
+
+def test_a_refresh_saves_what_its_later_requests_do_not_read_less_its_extra_write() -> None:
+    prices = Prices()
+    # The last request before the refresh read 20k; the refresh drops 7,900 of it for the rest of the
+    # generation (an unrefreshed turn counted as reading what the refreshed one read, plus those 7,900).
+    refreshed = [12_100 + 100 * i for i in range(40)]
+    kept = [c + 20_000 - refreshed[0] for c in refreshed]
+    written = 1.25 * 10_000 + prices.read * 2_100  # the changed suffix written again, the rest read
+    expected = _carried(kept, prices.read * kept[0], prices) - _carried(refreshed, written, prices)
+    assert refresh_saving(20_000, refreshed[0], written, len(refreshed), prices) == pytest.approx(expected)
+
+
+def test_a_refresh_too_late_in_its_generation_costs_more_than_it_saves() -> None:
+    assert refresh_saving(20_000, 12_100, 1.25 * 10_000 + 210, 3, Prices()) < 0
+    assert refresh_saving(12_000, 12_500, 200, 50, Prices()) == pytest.approx(0.1 * 12_500 - 200)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -101,19 +102,44 @@ def calls_in(entries: list[dict[str, Any]]) -> list[str]:
 
 
 def test_expiry_keeps_newest_six_and_names_command_and_age() -> None:
-    """S-19.1: all but the newest 6 glance results become one line with the command and its age in rounds."""
+    """S-19.1: all but the newest 6 glance results expire; a run of expired calls goes as pairs (S-20), the
+    last of the run staying with one line: its command, its age in rounds and what went before it."""
     t = Transcript()
     t.prompt("check")
-    calls = glances(t, 8)
+    calls = glances(t, 9)
     t.assistant(text("done"))
     out, report = rewritten(t.entries)
-    # call 0 was made in round 1 of 9 real assistant messages: 8 rounds since; call 1: 7 rounds.
-    assert result_body(out, calls[0]) == texts.EXPIRED_RESULT.format(command="git status", age="8 rounds")
-    assert result_body(out, calls[1]) == texts.EXPIRED_RESULT.format(command="git status", age="7 rounds")
-    assert [result_body(out, c) for c in calls[2:]] == [glance_out(n) for n in range(2, 8)]
-    assert calls_in(out) == calls and [e["uuid"] for e in out] == [e["uuid"] for e in t.entries]
-    assert (report.expired, [d.tool_use_id for d in report.details]) == (2, calls[:2])
-    assert validate(out) == []
+    # calls 0 and 1 go with their results; call 2, made in round 3 of 10 real assistant messages, stays
+    assert calls_in(out) == calls[2:] and calls[0] not in json.dumps(out) and calls[1] not in json.dumps(out)
+    assert result_body(out, calls[2]) == texts.EXPIRED_GROUP.format(
+        command="git status", age="7 rounds", removed="2 earlier expired calls", commands="git status; git status")
+    assert [result_body(out, c) for c in calls[3:]] == [glance_out(n) for n in range(3, 9)]
+    gone = {e["uuid"] for e in t.entries if any(c in json.dumps(e) for c in calls[:2])}
+    assert len(gone) == 4 and [e["uuid"] for e in out] == [e["uuid"] for e in t.entries if e["uuid"] not in gone]
+    assert (report.expired, [d.tool_use_id for d in report.details]) == (3, calls[:3])
+    assert validate(out) == [] and chain_ok(out)
+
+
+def test_a_lone_expired_call_keeps_its_call_and_a_one_line_note() -> None:
+    """A run of one expired call (a kept result on each side) is not worth a group: the call stays with the
+    one-line note; nor is a call whose message holds text, which would be left alone."""
+    t = Transcript()
+    t.prompt("check")
+    first = glances(t, 1)
+    t.assistant(tool_use("toolu_edit", "Edit", file_path="/a.py", old_string="x", new_string="y"))
+    t.result("toolu_edit", "edited")
+    t.assistant(text("Looking again."), bash("toolu_said", "git status"))
+    t.result("toolu_said", glance_out(7))
+    t.assistant(bash("toolu_quiet", "git status"))
+    t.result("toolu_quiet", glance_out(8))
+    glances(t, 6)
+    t.assistant(text("done"))
+    out, report = rewritten(t.entries)
+    assert result_body(out, first[0]).startswith("[flower: expired output of `git status`, run ")
+    # toolu_said's message has text: it keeps its call and note, and ends no pair removal of its neighbour
+    assert "toolu_said" in calls_in(out) and result_body(out, "toolu_said").startswith("[flower: expired output")
+    assert result_body(out, "toolu_quiet").startswith("[flower: expired output")
+    assert report.expired == 3 and calls_in(out) == calls_in(t.entries) and validate(out) == []
 
 
 def test_expiry_counts_a_split_message_once_and_skips_synthetic_messages() -> None:
@@ -189,6 +215,8 @@ def test_expiry_never_makes_the_history_longer() -> None:
     t.prompt("look")
     t.assistant(bash("toolu_tiny", "ls"))
     t.result("toolu_tiny", "a.txt\nb.txt")
+    t.assistant(tool_use("toolu_edit", "Edit", file_path="/a.py", old_string="x", new_string="y"))
+    t.result("toolu_edit", "edited")  # a kept result between: each expired call is alone, none goes as a pair
     t.assistant(bash("toolu_long", "ls"))
     listing = "\n".join(f"file_{n:03d}.py" for n in range(40))
     t.result("toolu_long", listing)
@@ -197,7 +225,7 @@ def test_expiry_never_makes_the_history_longer() -> None:
     t.assistant(text("done"))
     out, report = rewritten(t.entries, ephemeral=EphemeralPolicy(keep_recent=1, predicate=glance))
     note = texts.EXPIRED_RESULT.format(command="ls", age="2 rounds")
-    assert result_body(out, "toolu_tiny") == "a.txt\nb.txt"
+    assert result_body(out, "toolu_tiny") == "a.txt\nb.txt" and "toolu_tiny" in calls_in(out)
     assert result_body(out, "toolu_long") == note and len(note) < len(listing)
     assert result_body(out, "toolu_new") == "c.txt"
     saved = [(d.tool_use_id, d.chars_saved) for d in report.details]
@@ -251,12 +279,14 @@ def test_read_results_expire_like_glances() -> None:
     glances(t, 2)
     policy = EphemeralPolicy(keep_recent=2, predicate=glance)
     out, report = rewritten(t.entries, ephemeral=policy)
-    assert result_body(out, "toolu_r0") == texts.EXPIRED_RESULT.format(command="Read /notes/n0.md", age="8 rounds")
-    assert "Read /notes/n1.md (offset=10)" in result_body(out, "toolu_r1")
-    assert result_body(out, "toolu_r3").startswith(texts.FLOWER_NOTE_PREFIX)
+    # r0..r3 are one run (the failed Read between does not end it): r0..r2 go as pairs, r3 stays with one line
+    assert [c for c in calls_in(out) if c.startswith("toolu_r")] == ["toolu_r3"]
+    assert result_body(out, "toolu_r3") == texts.EXPIRED_GROUP.format(
+        command="Read /notes/n3.md", age="5 rounds", removed="3 earlier expired calls",
+        commands="Read /notes/n0.md; Read /notes/n1.md (offset=10); Read /notes/n2.md")
     for kept in ("toolu_missing", "toolu_img", "toolu_tiny"):
         assert result_body(out, kept) == result_body(t.entries, kept)
-    assert report.expired == 4 and validate(out) == []
+    assert report.expired == 4 and validate(out) == [] and chain_ok(out)
     unchanged, none = rewritten(t.entries, ephemeral=EphemeralPolicy(keep_recent=2, predicate=glance, reads=False))
     assert none.expired == 0 and result_body(unchanged, "toolu_r0") == result_body(t.entries, "toolu_r0")
 

@@ -107,9 +107,13 @@ def test_rewrite_of_real_transcript(path: Path, name: str, tmp_path: Path) -> No
     assert not [p for p in after if "has no tool_result" in p], "an orphan call was left unhealed"
     for position, number in find_interrupted(out):
         assert out[position]["message"]["content"][number]["content"] == texts.INTERRUPTED_RESULT
-    # Entries only leave as API errors (no real file has a denial marker) and only arrive as healing results.
+    # Entries only leave as API errors (no real file has a denial marker) or as the halves of expired calls
+    # removed with their results (S-20: both halves, every block of the entry), and only arrive as healing
+    # results.
     healed = {d.uuid for d in report.details if d.kind == "orphan"}
-    dropped = {e["uuid"] for e in entries if e.get("isApiErrorMessage") is True}
+    removed = {d.tool_use_id for d in report.details if d.kind == "expired"} - set(_tool_ids(out, "tool_use"))
+    assert not removed & set(_tool_ids(out, "tool_result")), "a removed call left its result behind"
+    dropped = {e["uuid"] for e in entries if e.get("isApiErrorMessage") is True or _all_removed(e, removed)}
     assert [e.get("uuid") for e in out if e.get("uuid") not in healed] == [
         e.get("uuid") for e in entries if e.get("uuid") not in dropped
     ]
@@ -141,6 +145,14 @@ def _blocks(entry: dict[str, Any], kind: str) -> list[dict[str, Any]]:
         if isinstance(content, list)
         else []
     )
+
+
+def _all_removed(entry: dict[str, Any], removed: set[str]) -> bool:
+    """Every block of the entry is a call or a result of a removed call."""
+    blocks = _blocks(entry, "tool_use") + _blocks(entry, "tool_result")
+    content = (entry.get("message") or {}).get("content") if isinstance(entry.get("message"), dict) else None
+    return bool(blocks) and isinstance(content, list) and len(blocks) == len(content) and all(
+        (b.get("id") or b.get("tool_use_id")) in removed for b in blocks)
 
 
 def _tool_ids(entries: list[dict[str, Any]], kind: str) -> list[str]:
