@@ -389,7 +389,7 @@ class LiveView:
             self.say(f"+ {qid} approved" + (f": {parse_verdict(answer)[1]}" if parse_verdict(answer)[1] else ""),
                      "green")
         elif state == "timeout":
-            self.say(f"x {qid} denied: nobody answered in time", "red")
+            self.say(f"x {qid} denied: {answer or 'nobody answered in time'}", "red")
         elif state in ("answered", "declined"):
             reason = parse_verdict(answer)[1] if state == "answered" else answer
             self.say(f"x {qid} denied" + (f": {reason}" if reason else ""), "red")

@@ -250,8 +250,8 @@ class HumanChannel:
         self._post("question", item.question, ref=item.id, meta=meta)
         try:
             await self._wait(item, waiter)
-        except asyncio.CancelledError:
-            self._settle(item, "timeout", "")
+        except asyncio.CancelledError:  # the turn was interrupted or the step stopped: not a timeout
+            self._settle(item, "timeout", texts.ASK_CUT_SHORT)
             raise
         return item
 

@@ -128,6 +128,8 @@ def test_an_approval_is_shown_with_how_to_answer_it_and_how_it_ended() -> None:
                           ("timeout", "")):
         live.update(Event("ask", "Approve ...", payload={"id": "q1", "state": state, "answer": answer,
                                                           "approval": about}))
+    live.update(Event("ask", "Approve ...", payload={"id": "q1", "state": "timeout", "answer": "the wait was cut short",
+                                                      "approval": about}))  # a Ctrl-C ended the wait
     live.update(Event("ask", "Which colour?", payload={"id": "q2", "state": "asked"}))  # not an approval
     assert sink.getvalue().splitlines() == [
         "? q1 approve shipper's Bash: git push origin main",
@@ -136,6 +138,7 @@ def test_an_approval_is_shown_with_how_to_answer_it_and_how_it_ended() -> None:
         "x q1 denied: frozen",
         "x q1 denied: later",
         "x q1 denied: nobody answered in time",
+        "x q1 denied: the wait was cut short",
     ]
 
 
