@@ -269,6 +269,9 @@ APPROVAL_DENIED = (
     "[flower: the human denied this call (it needs approval under {rule}); it did not run.{reason} Do not "
     "try it another way; continue without it or report that it is needed.]"
 )
+ASK_CUT_SHORT = "the wait was cut short (the turn was interrupted or the step stopped)"
+"""The reason a question ends with when its wait is cancelled before anyone answered (a Ctrl-C in `flower run`)."""
+
 APPROVAL_TIMEOUT = (
     "[flower: this call needs a human's approval ({rule}) and nobody answered in time; it did not run. Do "
     "not try it another way; continue without it or report that it is needed.]"

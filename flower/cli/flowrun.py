@@ -103,7 +103,7 @@ def _results(ctx: Context) -> list[StepResult]:
 def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: str | None, new: bool,
            verbose: bool, as_json: bool = False, events: bool = False, otlp: str | None = None) -> Context:
     from flower.cli.launch import _summary
-    from flower.cli.live import LiveView
+    from flower.cli.live import LiveView, answer_target
     from flower.cli.otel import otlp_tracing
     from flower.flow.signals import guard
 
@@ -115,7 +115,8 @@ def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: s
         elif as_json:
             on_event = _print_notice  # stdout holds the one object at the end, nothing else
         else:
-            view = stack.enter_context(LiveView(threshold=threshold, console=Console(highlight=False)))
+            view = stack.enter_context(LiveView(threshold=threshold, console=Console(highlight=False),
+                                               answer_to=answer_target(runtime)))
 
             def on_event(event: Event) -> None:
                 _print_notice(event)

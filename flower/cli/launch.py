@@ -232,7 +232,7 @@ def _run_one(runtime: Runtime, spec: Any, prompt: str, resume: str | None, *, ot
     """The step's result, and the error the live view showed (if any)."""
     import anyio
 
-    from flower.cli.live import LiveView
+    from flower.cli.live import LiveView, answer_target
     from flower.cli.otel import otlp_tracing
 
     seen = _SessionSeen(resume)
@@ -245,7 +245,8 @@ def _run_one(runtime: Runtime, spec: Any, prompt: str, resume: str | None, *, ot
                         click.echo(event_json(event))
 
                 return anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=print_event)), ""
-            with LiveView(threshold=runtime.threshold(spec), console=Console(highlight=False)) as view:
+            with LiveView(threshold=runtime.threshold(spec), console=Console(highlight=False),
+                          answer_to=answer_target(runtime)) as view:
                 result = anyio.run(partial(runtime.run, spec, prompt, resume=resume, on_event=seen.then(view.update)))
             return result, getattr(view, "_last_error", None) or ""
     except KeyboardInterrupt:

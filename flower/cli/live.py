@@ -73,6 +73,16 @@ class _Status:
         return Text(self.view.status_line(), style="bold", no_wrap=True, overflow="crop")
 
 
+def answer_target(runtime: Any) -> str:
+    """What `flower answer` takes to reach `runtime`'s run: its run dir (where its `human.db` mailbox is), or
+    `--store DSN RUN_ID` when its store is PostgreSQL (the DSN is not shown: it may hold a password)."""
+    from flower.human.channel import store_dsn
+
+    if store_dsn(getattr(runtime, "store", None))[0]:
+        return f"--store DSN {runtime.run_id}"
+    return str(runtime.run_dir)
+
+
 class LiveView:
     """A terminal progress view fed by runtime events; use as a context manager around the run."""
 
@@ -87,7 +97,10 @@ class LiveView:
         file: IO[str] | None = None,
         live: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
+        answer_to: str = "RUN",
     ) -> None:
+        self.answer_to = answer_to
+        """What an approval's hint puts after `flower answer`: the run's `answer_target`."""
         self.console = console or Console(file=file, highlight=False, soft_wrap=False)
         self.interactive = self.console.is_terminal if live is None else live
         self.threshold = threshold
@@ -371,12 +384,12 @@ class LiveView:
         who = f"{about.get('agent')}'s " if about.get("agent") else ""
         if state == "asked":
             self.say(f"? {qid} approve {who}{about.get('tool')}: {about.get('call')}", "yellow")
-            self.say(f"  flower answer RUN_DIR {qid} yes|no [reason]   (rule {about.get('rule')})", "yellow")
+            self.say(f"  flower answer {self.answer_to} {qid} yes|no [reason]   (rule {about.get('rule')})", "yellow")
         elif state == "answered" and parse_verdict(answer)[0] is True:
             self.say(f"+ {qid} approved" + (f": {parse_verdict(answer)[1]}" if parse_verdict(answer)[1] else ""),
                      "green")
         elif state == "timeout":
-            self.say(f"x {qid} denied: nobody answered in time", "red")
+            self.say(f"x {qid} denied: {answer or 'nobody answered in time'}", "red")
         elif state in ("answered", "declined"):
             reason = parse_verdict(answer)[1] if state == "answered" else answer
             self.say(f"x {qid} denied" + (f": {reason}" if reason else ""), "red")

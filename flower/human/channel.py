@@ -55,7 +55,7 @@ from flower.walls.approval import Call, Decision, approval_key, parse_verdict
 if TYPE_CHECKING:
     from flower.runtime.runtime import Runtime
 
-__all__ = ["Ask", "AskState", "HumanChannel", "Mail"]
+__all__ = ["Ask", "AskState", "HumanChannel", "Mail", "store_dsn"]
 
 _QID = re.compile(r"q(\d+)")
 REREAD = 64
@@ -176,7 +176,7 @@ class HumanChannel:
         if self.amend_path is None:
             self.amend_path = notes / "brief.md"  # the clarify step's brief (flower.human.clarify.BRIEF_FILE)
         if self.mailbox is None:
-            dsn, schema = _store_dsn(getattr(runtime, "store", None))
+            dsn, schema = store_dsn(getattr(runtime, "store", None))
             mailbox = PostgresMailbox(dsn, schema=schema) if dsn else open_mailbox(runtime.run_dir)
             if not self.run:
                 self._follow = runtime
@@ -250,8 +250,8 @@ class HumanChannel:
         self._post("question", item.question, ref=item.id, meta=meta)
         try:
             await self._wait(item, waiter)
-        except asyncio.CancelledError:
-            self._settle(item, "timeout", "")
+        except asyncio.CancelledError:  # the turn was interrupted or the step stopped: not a timeout
+            self._settle(item, "timeout", texts.ASK_CUT_SHORT)
             raise
         return item
 
@@ -549,7 +549,7 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def _store_dsn(store: object) -> tuple[str | None, str]:
+def store_dsn(store: object) -> tuple[str | None, str]:
     """The PostgreSQL DSN and schema under a (possibly wrapped) session store, or (None, "flower")."""
     for _ in range(6):
         if store is None:

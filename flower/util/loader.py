@@ -2,7 +2,8 @@
 
 Invariants:
 - Whatever the user's code raises while loading is one `ConfigError` line naming the file or module; a
-  flower error raised by that code passes through as it is.
+  flower error raised by that code keeps its class, and a `ConfigError` or `FlowError` (a spec or step that
+  refused itself) is prefixed with `FILE:LINE:`, the line of the file it was raised from.
 - A file's own folder (a module's: the current directory) is importable while it loads, so it can import
   its neighbours; `sys.path` is restored afterwards.
 - A file is loaded as the module `flower_target_<digest of its path>`, the same name in every process.
@@ -18,11 +19,12 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from flower.errors import ConfigError, FlowerError
+from flower.errors import ConfigError, FlowerError, FlowError
 from flower.util.oneline import one_line
 
 __all__ = ["call", "import_file", "import_module", "load_target"]
@@ -46,15 +48,29 @@ def import_file(path: Path, *, reuse: bool = False) -> ModuleType:
     try:
         sys.modules[name] = module
         spec.loader.exec_module(module)
-    except FlowerError:
+    except FlowerError as exc:
         sys.modules.pop(name, None)
-        raise
+        line = _line_in(exc, path)
+        if line is None or type(exc) not in (ConfigError, FlowError):
+            raise
+        # A spec or step the file builds refused itself: name where, as the file may define several.
+        raise type(exc)(f"{path}:{line}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - the user's code: any failure is one line naming the file
         sys.modules.pop(name, None)
         raise ConfigError(f"cannot load {path}: {one_line(exc)}") from None
     finally:
         sys.path.remove(folder)
     return module
+
+
+def _line_in(exc: BaseException, path: Path) -> int | None:
+    """The line of `path` nearest to where `exc` was raised (its innermost frame in that file), if any."""
+    where = str(path.resolve())
+    line = None
+    for frame, number in traceback.walk_tb(exc.__traceback__):
+        if str(Path(frame.f_code.co_filename).resolve()) == where:
+            line = number
+    return line
 
 
 def import_module(name: str) -> ModuleType:

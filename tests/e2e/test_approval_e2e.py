@@ -127,7 +127,7 @@ def test_a_no_with_a_reason_reaches_the_model_as_a_denial_and_the_call_never_run
     assert code == 0, err
     lines = out.splitlines()  # the live view, in a pipe: the question, how to answer it, how it ended
     assert "? q1 approve Bash: true && git push origin main 2>/dev/null; echo ran >> ran.txt" in lines, out
-    assert "  flower answer RUN_DIR q1 yes|no [reason]   (rule Bash(git push:*))" in lines
+    assert f"  flower answer {(tmp / 'runs').resolve()} q1 yes|no [reason]   (rule Bash(git push:*))" in lines, out
     assert "x q1 denied: the release is frozen" in lines
     seen = scripted_api.main_requests[1].result_text()
     assert seen == "PreToolUse:Bash hook error: " + texts.APPROVAL_DENIED.format(

@@ -99,7 +99,7 @@ def test_a_target_that_does_not_load_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "flow.py").write_text(GOOD.replace('tools=["Read", "Grep"]', 'tools=["Read", "Grp"]'))
     done = flower(tmp_path, bare_env(), "check", "flow.py:wf")
     assert done.returncode == 1 and done.stdout.splitlines() == [
-        "worker 'reads': tools names 'Grp', which is not a tool of the Claude Code CLI (did you mean 'Grep'?)",
+        "flow.py:8: worker 'reads': tools names 'Grp', which is not a tool of the Claude Code CLI (did you mean 'Grep'?)",
         "flow.py:wf: 1 problem"], done.stdout + done.stderr
     (tmp_path / "flow.py").write_text(GOOD)
     done = flower(tmp_path, bare_env(), "check", "flow.py:Count")  # a callable that is not a factory

@@ -4,9 +4,11 @@ going and coming back; a degraded handoff's reason; the cost of a session counte
 from __future__ import annotations
 
 import io
+from pathlib import Path
+from types import SimpleNamespace
 
 from flower.agent.events import Event
-from flower.cli.live import LiveView
+from flower.cli.live import LiveView, answer_target
 
 
 def view() -> tuple[LiveView, io.StringIO]:
@@ -119,18 +121,36 @@ def test_a_typed_reply_shows_its_value() -> None:
 
 
 def test_an_approval_is_shown_with_how_to_answer_it_and_how_it_ended() -> None:
-    live, sink = view()
+    sink = io.StringIO()
+    live = LiveView(threshold=1000, file=sink, live=False, clock=lambda: 0.0, answer_to="/tmp/proj/runs")
     about = {"tool": "Bash", "rule": "Bash(git push:*)", "agent": "shipper", "call": "git push origin main"}
     for state, answer in (("asked", ""), ("answered", "yes, go"), ("answered", "no: frozen"), ("declined", "later"),
                           ("timeout", "")):
         live.update(Event("ask", "Approve ...", payload={"id": "q1", "state": state, "answer": answer,
                                                           "approval": about}))
+    live.update(Event("ask", "Approve ...", payload={"id": "q1", "state": "timeout", "answer": "the wait was cut short",
+                                                      "approval": about}))  # a Ctrl-C ended the wait
     live.update(Event("ask", "Which colour?", payload={"id": "q2", "state": "asked"}))  # not an approval
     assert sink.getvalue().splitlines() == [
         "? q1 approve shipper's Bash: git push origin main",
-        "  flower answer RUN_DIR q1 yes|no [reason]   (rule Bash(git push:*))",
+        "  flower answer /tmp/proj/runs q1 yes|no [reason]   (rule Bash(git push:*))",
         "+ q1 approved: go",
         "x q1 denied: frozen",
         "x q1 denied: later",
         "x q1 denied: nobody answered in time",
+        "x q1 denied: the wait was cut short",
     ]
+
+
+def test_the_approval_hint_names_the_runs_real_run_dir_or_store(tmp_path: Path) -> None:
+    """What each command's live view is given to print after `flower answer`: the run dir a SQLite run's
+    `human.db` is in, or `--store DSN RUN_ID` for a run whose store is PostgreSQL (never the DSN itself)."""
+
+    class Store:
+        def __init__(self, dsn: str) -> None:
+            self.dsn = dsn
+
+    runtime = SimpleNamespace(run_dir=tmp_path / "runs", run_id="20261205T1-1-a", store=None)
+    assert answer_target(runtime) == str(tmp_path / "runs")
+    runtime.store = SimpleNamespace(base=Store("postgresql://u:secret@h/db"))
+    assert answer_target(runtime) == "--store DSN 20261205T1-1-a"
