@@ -30,6 +30,7 @@ import dataclasses
 import json
 import os
 import shlex
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -440,8 +441,15 @@ def worker(store: str, run_dir: str, executor_id: str | None, timeout: float, ve
         loop = asyncio.get_running_loop()
         for sig in (*TERMINATING, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        with fleet.beating(current.url, current.executor_id, "worker", timeout):
+        with fleet.beating(current.url, current.executor_id, "worker", timeout, on_lost=durable.fence,
+                           on_back=durable.unfence) as heart:
             await stop.wait()
+            if heart.cut_off:  # recording the stop, DBOS's shutdown would wait on the database: not now
+                durable.fence()
+                click.echo(f"worker {current.executor_id}: stopped while cut off from the database; the fleet "
+                           "puts the steps it held back in the queue", err=True)
+                sys.stderr.flush()
+                os._exit(1)
         record_interrupted(durable.live_runs(), "worker stopped")
 
     try:

@@ -31,6 +31,7 @@ are `flower.flow.execution`'s.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import inspect
@@ -54,6 +55,7 @@ from flower.flow.execution import as_definition, execute, member
 from flower.flow.executor import Attempt, Branch, Definition
 from flower.flow.isolation import branch_runtime, safe_name
 from flower.flow.previous import RUN_WORKFLOW, ended, failed, lost_runs, previous, refuse_lost, retry_from
+from flower.runtime import child
 from flower.runtime.config import RuntimeConfig
 from flower.runtime.runtime import Runtime, new_run_id
 from flower.runtime.steps import StepResult
@@ -67,11 +69,14 @@ __all__ = [
     "RUN_WORKFLOW",
     "InFlight",
     "Live",
+    "fence",
+    "fenced",
     "live_runs",
     "load_source",
     "run",
     "run_lock_held",
     "set_worker",
+    "unfence",
 ]
 
 BRANCH_WORKFLOW = "flower.branch"
@@ -86,6 +91,8 @@ class InFlight:
     label: str
     session_id: str | None
     runtime: Runtime
+    task: asyncio.Task[Any] | None = None
+    """The task running it (on its event loop), so a fenced worker can stop it (`stop_inflight`)."""
 
 
 @dataclass
@@ -154,6 +161,43 @@ _WORKER: dict[str, Any] = {}
 def live_runs() -> list[Live]:
     """The runs this process executes or helps with now."""
     return list(_LIVE.values())
+
+
+_WORKER_STORES: list[Any] = []
+"""The PostgreSQL session stores of the runs this worker adopted (`fence` stops their writes)."""
+_FENCED = threading.Event()
+"""Set while this fleet worker's lease has run out (`fence`): it starts no attempt and stores nothing."""
+
+
+def fence() -> int:
+    """This fleet worker's lease ran out (no heartbeat landed, `flower.flow.fleet`): its steps may run elsewhere
+    by now, so end them here at once (thread-safe, without the event loop, which a hung database call may hold):
+    no new attempt starts, no transcript is stored, every running attempt is cancelled and its CLI process
+    group ended (its tool call with it). How many attempts were running."""
+    _FENCED.set()
+    for store in _WORKER_STORES:
+        store.fenced = True
+    stopped = 0
+    for live in list(_LIVE.values()):
+        for flight in list(live.inflight.values()):
+            task = flight.task
+            if task is not None and not task.done():
+                with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+                    task.get_loop().call_soon_threadsafe(task.cancel)
+                stopped += 1
+    child.end_mine(grace=1.0)
+    return stopped
+
+
+def unfence() -> None:
+    """A heartbeat landed again: this worker takes steps again."""
+    _FENCED.clear()
+    for store in _WORKER_STORES:
+        store.fenced = False
+
+
+def fenced() -> bool:
+    return _FENCED.is_set()
 
 
 def set_worker(*, store: str | None, run_dir: str | os.PathLike[str]) -> None:
@@ -264,7 +308,9 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
     elif session and not branch:
         _record_now({"step": attempt.step, "label": label, "session_id": session})
         sessions.append(session)
-    flight = InFlight(attempt.step, label, session, runtime)
+    if _FENCED.is_set():
+        raise FlowError(f"{label}: this worker is cut off from the fleet's database; the step runs elsewhere")
+    flight = InFlight(attempt.step, label, session, runtime, asyncio.current_task())
     live.inflight[label] = flight
 
     def on_event(event: Event) -> None:
@@ -308,6 +354,7 @@ def _adopt(run_id: str, meta: dict[str, Any]) -> Live:
     store: StoreReader | None = None
     if store_url and engine.database_url(".", store_url).startswith("postgresql"):
         store = open_store(store_url)
+        _WORKER_STORES.append(store)
     run_dir = meta.get("run_dir") if meta.get("run_dir") and Path(meta["run_dir"]).is_dir() else None
     workspace = Path(meta["workspace"])
     if not workspace.is_dir():

@@ -21,6 +21,10 @@ Invariants:
   every failed poll, several with a traceback; `Outage` (a filter on DBOS's logger) turns that into one line
   when the outage starts, and the heartbeat says in one line when the database answers again (issue #26
   item 9). DBOS's threads retry on their own; nothing is restarted.
+- A lease: a worker that has not beaten for `fence_after(timeout)` (one beat interval short of the timeout
+  the others wait for) stops the steps it runs (`on_lost`), so a worker cut off from the database (a
+  partition: its connections hang, nothing fails) never goes on with a step another process has taken by
+  then: no late API calls, no late result. A watchdog thread judges it, since the beat itself may hang.
 """
 
 from __future__ import annotations
@@ -31,11 +35,13 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["DEFAULT_TIMEOUT", "OUTAGE", "Beat", "Heartbeat", "Outage", "beating", "heartbeats", "unreachable"]
+__all__ = ["DEFAULT_TIMEOUT", "OUTAGE", "Beat", "Heartbeat", "Outage", "beating", "fence_after", "heartbeats",
+           "unreachable"]
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds of silence after which a worker's claimed steps go back to the queue."""
@@ -142,6 +148,11 @@ def interval(timeout: float) -> float:
     return max(0.5, min(5.0, timeout / 4))
 
 
+def fence_after(timeout: float) -> float:
+    """Seconds without a beat after which a worker stops its steps: before the others release them."""
+    return timeout - interval(timeout)
+
+
 def _plain(url: str) -> str:
     return url.replace("postgresql+psycopg://", "postgresql://")
 
@@ -173,19 +184,53 @@ def heartbeats(url: str) -> dict[str, Beat]:
 class Heartbeat:
     """The thread of one fleet process: beat, then release the work of silent workers."""
 
-    def __init__(self, url: str, executor_id: str, role: Role, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, url: str, executor_id: str, role: Role, timeout: float = DEFAULT_TIMEOUT,
+                 on_lost: Callable[[], int] | None = None, on_back: Callable[[], None] | None = None) -> None:
         self.url, self.executor_id, self.role, self.timeout = url, executor_id, role, timeout
+        self.on_lost, self.on_back = on_lost, on_back
+        """Stops this process's steps (how many) once its lease ran out; None: nothing is stopped. `on_back`:
+        a beat landed again after that."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="flower-heartbeat", daemon=True)
+        self._watch = threading.Thread(target=self._fence, name="flower-fence", daemon=True)
+        self._last_ok = time.monotonic()
+        self._fenced = False
         self._conn: Any = None
         self._logged: set[str] = set()
 
     def start(self) -> None:
         self._thread.start()
+        if self.on_lost is not None:
+            self._watch.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+        if self._watch.is_alive():
+            self._watch.join(timeout=10)
+
+    @property
+    def cut_off(self) -> bool:
+        """No beat landed for two beat intervals, or the database refuses: a clean stop would hang on it."""
+        return time.monotonic() - self._last_ok > 2 * interval(self.timeout) + 1 or OUTAGE.down
+
+    @property
+    def fenced(self) -> bool:
+        """Its lease ran out and no beat landed since."""
+        return self._fenced
+
+    def _fence(self) -> None:
+        """Once no beat landed for `fence_after(timeout)`, stop the steps this process runs; again after a
+        beat lands and the lease runs out anew."""
+        assert self.on_lost is not None
+        while not self._stop.wait(min(1.0, interval(self.timeout) / 2)):
+            silent = time.monotonic() - self._last_ok
+            if silent < fence_after(self.timeout) or self._fenced:
+                continue
+            self._fenced = True
+            stopped = self.on_lost()
+            _log.warning("worker %s: no heartbeat landed for %.0f s (its timeout is %.0f s): its steps may run "
+                         "elsewhere now; stopped the %d it ran", self.executor_id, silent, self.timeout, stopped)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -215,6 +260,12 @@ class Heartbeat:
             self._conn = _connect(self.url)
             _ensure(self._conn)
         self._conn.execute(_BEAT, (self.executor_id, self.role, socket.gethostname(), os.getpid(), self.timeout))
+        self._last_ok = time.monotonic()
+        if self._fenced:
+            self._fenced = False
+            if self.on_back is not None:
+                self.on_back()
+            _log.warning("worker %s: its heartbeat landed again; taking steps again", self.executor_id)
 
     def release_silent(self) -> list[str]:
         """Have DBOS recover the pending workflows of every worker silent past its timeout; their ids."""
@@ -231,9 +282,12 @@ class Heartbeat:
 
 
 @contextlib.contextmanager
-def beating(url: str, executor_id: str, role: Role, timeout: float = DEFAULT_TIMEOUT) -> Iterator[Heartbeat]:
-    """A heartbeat for this process while the block runs (launched DBOS on PostgreSQL)."""
-    heart = Heartbeat(url, executor_id, role, timeout)
+def beating(url: str, executor_id: str, role: Role, timeout: float = DEFAULT_TIMEOUT,
+            on_lost: Callable[[], int] | None = None, on_back: Callable[[], None] | None = None
+            ) -> Iterator[Heartbeat]:
+    """A heartbeat for this process while the block runs (launched DBOS on PostgreSQL); `on_lost` stops
+    its steps when its lease runs out (a worker's)."""
+    heart = Heartbeat(url, executor_id, role, timeout, on_lost, on_back)
     heart.start()
     try:
         yield heart

@@ -110,6 +110,8 @@ class PostgresSessionStore(SessionStore):
         self._sync_conn: psycopg.Connection[Any] | None = None
         self._sync_lock = threading.Lock()
         self._closing: set[asyncio.Task[None]] = set()  # pool closes scheduled by a sync close()
+        self.fenced = False
+        """Set by a fleet worker whose lease ran out: its steps run elsewhere now, so it appends nothing."""
 
     def __repr__(self) -> str:
         return f"PostgresSessionStore({self.where})"
@@ -120,6 +122,9 @@ class PostgresSessionStore(SessionStore):
         if not entries:
             return
         tkey = TranscriptKey.of(key)
+        if self.fenced:
+            raise StoreError(f"session store at {self.where}: this worker is cut off from the fleet; append of "
+                             f"{len(entries)} entries to {tkey} dropped (the step runs elsewhere)")
         try:
             with anyio.fail_after(self._deadline):
                 await self._append(tkey, entries)

@@ -45,15 +45,20 @@ def database() -> Iterator[str]:
 def _lines_until(child: Any, wanted: str, timeout: float) -> list[str]:
     """The worker's stderr lines up to and including the first one containing `wanted`."""
     lines: list[str] = []
+    pending = b""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline:  # raw reads: lines that arrive together are not left in a buffer
         ready, _, _ = select.select([child.stderr], [], [], 0.5)
-        if ready:
-            line = child.stderr.readline()
-            if not line:
-                break
-            lines.append(line.rstrip("\n"))
-            if wanted in line:
+        if not ready:
+            continue
+        chunk = os.read(child.stderr.fileno(), 65536)
+        if not chunk:
+            break
+        pending += chunk
+        *whole, pending = pending.split(b"\n")
+        for line in whole:
+            lines.append(line.decode())
+            if wanted in lines[-1]:
                 return lines
     raise AssertionError(f"no line with {wanted!r}; the worker wrote {lines}")
 
@@ -81,8 +86,13 @@ def test_a_worker_says_one_line_while_postgresql_is_down_and_takes_steps_when_it
         time.sleep(10)
         proxy.restore()
         said = _lines_until(worker, "reachable again", timeout=60)
-        assert said == ["the system database is unreachable (server closed the connection unexpectedly); "
-                        "retrying until it is back", "the system database is reachable again"], said
+        fence = [line for line in said if line.startswith("worker w1: ")]  # its lease ran out meanwhile
+        assert [line for line in said if line not in fence] == [
+            "the system database is unreachable (server closed the connection unexpectedly); "
+            "retrying until it is back", "the system database is reachable again"], said
+        assert len(fence) == 2 and re.fullmatch(r"worker w1: no heartbeat landed for \d+ s \(its timeout is 4 s\): "
+                                                r"its steps may run elsewhere now; stopped the 0 it ran", fence[0]), said
+        assert fence[1] == "worker w1: its heartbeat landed again; taking steps again", said
 
         ws = tmp_path / "ws"
         ws.mkdir()

@@ -1,6 +1,10 @@
 """A TCP proxy a test puts between a process and a server, to cut the link and restore it (a server restart
 as the process sees it: every open connection drops, new ones are refused, then accepted again) without
-touching the server, which other tests share."""
+touching the server, which other tests share.
+
+`partition()` cuts it the other way, as a network partition does: nothing passes either way and nothing is
+closed, so a client sees silence, not an error; bytes sent meanwhile wait, a new connection is accepted but
+reaches nothing. `heal()` lets everything held through in order."""
 
 from __future__ import annotations
 
@@ -19,7 +23,15 @@ class TcpProxy:
         self._listener: socket.socket | None = None
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self._flowing = threading.Event()
+        self._flowing.set()
         self.restore()
+
+    def partition(self) -> None:
+        self._flowing.clear()
+
+    def heal(self) -> None:
+        self._flowing.set()
 
     def restore(self) -> None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -43,7 +55,9 @@ class TcpProxy:
                 sock.close()
             self._open.clear()
 
-    close = cut
+    def close(self) -> None:
+        self.heal()
+        self.cut()
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
@@ -51,24 +65,32 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-            except OSError:
+            threading.Thread(target=self._link, args=(listener, client), daemon=True).start()
+
+    def _link(self, listener: socket.socket, client: socket.socket) -> None:
+        self._flowing.wait()  # made during a partition: it reaches the server once healed
+        try:
+            upstream = socket.create_connection(self.target, timeout=5)
+        except OSError:
+            client.close()
+            return
+        upstream.settimeout(None)
+        with self._lock:
+            if self._listener is not listener:  # cut meanwhile
                 client.close()
-                continue
-            upstream.settimeout(None)
-            with self._lock:
-                if self._listener is not listener:  # cut meanwhile
-                    client.close()
-                    upstream.close()
-                    return
-                self._open.update((client, upstream))
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+                upstream.close()
+                return
+            self._open.update((client, upstream))
+        for a, b in ((client, upstream), (upstream, client)):
+            threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
     def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
         try:
-            while data := source.recv(65536):
+            while True:
+                data = source.recv(65536)
+                self._flowing.wait()  # held during a partition
+                if not data:
+                    break
                 sink.sendall(data)
         except OSError:
             pass
