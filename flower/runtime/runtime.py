@@ -293,7 +293,9 @@ class Runtime:
         from the contexts its stored replies reported, so a restart neither restarts the cost-driven
         threshold's count nor measures the growth from the resumed, smaller context."""
         try:
-            entries = await self.store.load(self._key(session_id)) or []  # type: ignore[arg-type]
+            # the stored entries, not a resume's rewrite of them: a removed stale pair takes its reply along
+            raw = getattr(self.store, "base", self.store)
+            entries = await raw.load(self._key(session_id)) or []  # type: ignore[arg-type]
         except Exception:  # a store that cannot load: the resume itself reports it
             return
         for ident, model, usage in main_usages(entries):
