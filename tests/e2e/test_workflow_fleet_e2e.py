@@ -31,7 +31,7 @@ FLOW = """\
 from flower import AgentSpec, Step, Workflow
 
 spec = AgentSpec(name="agent", instructions="You work on one item.", allowed_tools=["Read"])
-fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in range(6)], limit=2)],
+fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in range(10)], limit=2)],
                name="fan")
 """
 
@@ -91,12 +91,12 @@ def test_fan_out_over_a_lead_and_a_worker_survives_a_killed_worker(
 
         (run,) = client.list_workflows(name="flower.run")
         ctx = run.output
-        assert ctx["each"] == [f"done n{i}" for i in range(6)]  # every result, in order
+        assert ctx["each"] == [f"done n{i}" for i in range(10)]  # every result, in order
         ran_by = ctx["_ran_by"]
         lead_ids = {v for v in ran_by.values() if v != "w1"}
         assert len(lead_ids) == 1 and lead_ids != {"?"}  # the lead ran steps; the worker ran the victim (above)
         branches = client.list_workflows(workflow_id_prefix=f"{run.workflow_id}/", load_output=False)
-        assert sorted(b.workflow_id for b in branches) == sorted(f"{run.workflow_id}/each[{i}]" for i in range(6))
+        assert sorted(b.workflow_id for b in branches) == sorted(f"{run.workflow_id}/each[{i}]" for i in range(10))
         assert all(b.status == "SUCCESS" for b in branches)
         for branch in branches:  # exactly one recorded agent result per step
             steps = client.list_workflow_steps(branch.workflow_id)
@@ -119,7 +119,7 @@ TRAVEL = """\
 from flower import AgentSpec, Step, Workflow
 
 spec = AgentSpec(name="agent", instructions="You work on one item.", allowed_tools=["Bash"])
-fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in range(6)], limit=2)],
+fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in range(10)], limit=2)],
                name="travel")
 """
 
@@ -160,7 +160,7 @@ def test_a_branch_the_worker_takes_runs_under_the_starters_settings(
         out, err = lead.communicate(timeout=240)
         assert lead.returncode == 0, err
         (run,) = client.list_workflows(name="flower.run")
-        assert run.output["each"] == [f"done n{i}" for i in range(6)]
+        assert run.output["each"] == [f"done n{i}" for i in range(10)]
         ran_by: dict[str, str] = run.output["_ran_by"]
         by_worker = sorted(label for label, executor in ran_by.items() if executor == "w1")
         assert by_worker, f"the worker took no branch: {ran_by}"
