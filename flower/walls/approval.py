@@ -366,9 +366,18 @@ def _command_matches(pattern: _Pattern, words: Words) -> bool:
     for i, value in enumerate(words):
         if value is None or not _same_program(value, program):
             continue
-        if _rest_matches(pattern, words[i:]):
+        if _rest_matches(pattern, words[i:]) or _defines_alias(words[i:]):
             return True
     return False
+
+
+_ALIAS = re.compile(r"alias\.", re.IGNORECASE)  # anywhere: erring towards asking
+
+
+def _defines_alias(words: Words) -> bool:
+    """A git command line that defines an alias (`git -c alias.p=push p`, `--config-env=alias.p=V`): its
+    subcommand word may stand for any command, so it could be the rule's."""
+    return posixpath.basename(words[0] or "") == "git" and any(w is not None and _ALIAS.search(w) for w in words[1:])
 
 
 def _same_program(value: str, program: str) -> bool:

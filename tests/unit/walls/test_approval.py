@@ -205,3 +205,9 @@ def test_an_answer_reads_as_yes_no_or_neither(answer: str, verdict: tuple[bool |
 
 def test_rule_is_plain_data() -> None:
     assert Rule("Bash", "Bash") == parse_rule("Bash")
+
+
+@pytest.mark.parametrize("command", ["git -c alias.p=push p origin", "git -cAlias.p=push p",
+                                     "git --config-env=alias.p=VAR p", "git -C . -c alias.x='!git push' x"])
+def test_a_git_alias_defined_on_the_command_line_asks(command: str) -> None:
+    assert bash_matches("git push:*", command)
