@@ -308,10 +308,12 @@ class Measured:
     resume: tuple[int, int, int, int] = (0, 0, 0, 0)
     """A resume of each main session at the end: model-visible chars before and after the rewrite, expired
     calls removed with their results, expired results kept as a one-line note."""
+    priced_each: list[float] = field(default_factory=list)
+    """`priced` per main request (handoff requests included: they are part of what a turn costs)."""
 
 
 def _measure(api: ScriptedAPI, driver: Driver) -> Measured:
-    totals, read, priced = [], 0, 0.0
+    totals, read, per_request = [], 0, []
     for request in api.main_requests:
         usage = api.usage(request)
         if usage is None or COMPACT_MARKER in request.last_user_text():
@@ -319,9 +321,9 @@ def _measure(api: ScriptedAPI, driver: Driver) -> Measured:
         totals.append(usage["input_tokens"] + usage["cache_read_input_tokens"]
                       + usage["cache_creation_input_tokens"])
         read += usage["cache_read_input_tokens"]
-        priced += (usage["input_tokens"] + PRICE_READ * usage["cache_read_input_tokens"]
-                   + PRICE_WRITE * usage["cache_creation_input_tokens"])
-    return Measured(totals, read, priced, driver.tape, driver.planned)
+        per_request.append(usage["input_tokens"] + PRICE_READ * usage["cache_read_input_tokens"]
+                           + PRICE_WRITE * usage["cache_creation_input_tokens"])
+    return Measured(totals, read, sum(per_request), driver.tape, driver.planned, priced_each=per_request)
 
 
 RUNNER = ("Runs the generators of one work item and reports.", "You run commands.")
@@ -554,10 +556,48 @@ def heavy_rows(plain: Measured, heavy: Measured) -> list[dict[str, Any]]:
     ]
 
 
+def long_rows(ours: Measured, turns: int) -> list[dict[str, Any]]:
+    """`--long`: flower alone with the default settings; does a turn cost, and the process weigh, at the end of
+    the run what it did at the start?"""
+    cost_first, cost_last = (statistics.fmean(_tenth(ours.priced_each, last)) for last in (False, True))
+    r_first, r_last = statistics.median(_tenth(ours.tape.rss, False)), statistics.median(_tenth(ours.tape.rss, True))
+    gaps = _gaps(ours.tape.times)
+    t_first, t_last = statistics.median(_tenth(gaps, False)), statistics.median(_tenth(gaps, True))
+    sizes = dict(ours.tape.store_sizes)
+    marks = sorted(sizes)
+    start, middle, end = marks[0], marks[len(marks) // 2], marks[-1]
+    first_half = (sizes[middle] - sizes[start]) / max(1, middle - start)
+    second_half = (sizes[end] - sizes[middle]) / max(1, end - middle)
+    lengths = generations(ours.tape)
+    return [
+        row(BENCH, "long: flower main input priced, summed", ours.priced, "input-token eq.", None,
+            f"{turns:,} main turns, 200k window, default settings; {len(ours.main_tokens):,} main requests; "
+            f"{ours.tape.handoffs} handoffs, {ours.tape.refreshes} refreshes; summed {sum(ours.main_tokens):,} tokens"),
+        row(BENCH, "long: priced cost per main request, last 10% vs first", cost_last, "input-token eq.",
+            cost_last / cost_first, f"first 10% {cost_first:,.0f}; goal <= 1.1x: {_met(cost_last <= 1.1 * cost_first)}"),
+        row(BENCH, "long: process RSS, last 10% vs first", r_last / 2**20, "MiB", r_last / r_first,
+            f"first 10% {r_first / 2**20:.1f} MiB, peak {max(ours.tape.rss) / 2**20:.1f} MiB; goal <= 1.2x: "
+            f"{_met(r_last <= 1.2 * r_first)}"),
+        row(BENCH, "long: seconds per main turn, last 10% vs first", t_last, "s", t_last / t_first,
+            f"first 10% {t_first:.3f}s"),
+        row(BENCH, "long: store bytes per main turn, second half vs first", second_half, "bytes/turn",
+            second_half / max(1e-9, first_half), f"first half {first_half:,.0f}; {sizes[end]:,} bytes of entries"),
+        row(BENCH, "long: generation length", statistics.median(lengths) if lengths else len(ours.main_tokens),
+            "main requests", None, f"median of {len(lengths)} handed over; shortest {min(lengths, default=0)}, "
+            f"longest {max(lengths, default=0)}; recall {ours.tape.recalled} of {len(_recall.DECISIONS)} decisions"),
+    ]
+
+
 def run(tiny: bool = False, long: bool = False) -> list[dict[str, Any]]:
     turns, window = (60, 100_000) if tiny else ((10_000 if long else 1_000), 200_000)
     units = plan(turns)
     every = 20 if tiny else 250
+    if long:  # flower alone: the baselines' 10,000 turns would take hours and measure nothing flower does
+        async def alone() -> Measured:
+            with tempfile.TemporaryDirectory(prefix="flower-bench-endurance-") as tmp:
+                return await run_flower(Path(tmp), units, window)
+
+        return long_rows(anyio.run(alone), turns)
 
     async def runs() -> tuple[Measured, ...]:
         with tempfile.TemporaryDirectory(prefix="flower-bench-endurance-") as tmp:

@@ -101,8 +101,19 @@ def _results(ctx: Context) -> list[StepResult]:
     return [one for result in ctx.results.values() for one in (result if isinstance(result, list) else [result])]
 
 
+def _leave_to_workers(runtime: Runtime, store: str | None, verbose: bool) -> None:
+    """`--on-workers`: launch DBOS listening to none of the runs' queues, and say so when no worker is alive."""
+    from flower.flow import engine, fleet
+
+    current = engine.launch(runtime.run_dir, store=store, verbose=verbose, branches=False)
+    beats = fleet.heartbeats(current.url)
+    if not any(b.role == "worker" and not b.silent for b in beats.values()):
+        click.echo("flower: no flower worker is alive on this store: the parallel steps wait for one", err=True)
+
+
 def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: str | None, new: bool,
-           verbose: bool, as_json: bool = False, events: bool = False, otlp: str | None = None) -> Context:
+           verbose: bool, as_json: bool = False, events: bool = False, otlp: str | None = None,
+           on_workers: bool = False) -> Context:
     from flower.cli.launch import _summary
     from flower.cli.live import LiveView, answer_target
     from flower.cli.otel import otlp_tracing
@@ -129,6 +140,8 @@ def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: s
 
         stack.enter_context(guard())
         try:
+            if on_workers:
+                _leave_to_workers(runtime, store, verbose)
             with otlp_tracing(otlp, runtime.run_id, workflow.name):  # flushed also when the run fails
                 ctx = asyncio.run(main())
         except KeyboardInterrupt:
@@ -227,10 +240,11 @@ def _continued(value: Any, workspace: str, run_dir: str, resume: str | None) -> 
 @click.option("--resume", default=None, metavar="SESSION", help="AgentSpec only: continue this session.")
 @options.continue_last(help="AgentSpec only: continue its last session in this workspace and run dir.")
 @options.new()
+@options.on_workers()
 @options.verbose()
 def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: str | None, model: str | None,
         fallback_model: str | None, budget: float | None, as_json: bool, events: bool, otlp: str | None,
-        resume: str | None, continue_: bool, new: bool, verbose: bool) -> None:
+        resume: str | None, continue_: bool, new: bool, on_workers: bool, verbose: bool) -> None:
     """Run a Workflow or an AgentSpec (or a callable returning one) with live progress.
 
     TARGET is FILE.py:ATTR or module:attr. An AgentSpec runs as a one-step workflow on the prompt. Running
@@ -266,7 +280,7 @@ def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: st
     runtime = _runtime(workspace, run_dir, store, model=model, fallback_model=fallback_model, budget=budget)
     try:
         ctx = _drive(workflow, runtime, store=store, run_id=None, new=new, verbose=verbose, as_json=as_json,
-                     events=events, otlp=otlp)
+                     events=events, otlp=otlp, on_workers=on_workers)
     except RunEnded as exc:
         if exc.state != "finished":
             raise  # failed or cancelled: one line, exit status 1
@@ -355,9 +369,11 @@ def runs(run_dir: str, store: str | None, as_json: bool) -> None:
 @options.json_output(help="Print one JSON object at the end: run id, state, final text, cost, tokens, sessions.")
 @options.events_output()
 @options.otlp()
+@options.on_workers()
 @options.verbose()
 def resume(run_id: str, run_dir: str, store: str | None, model: str | None, fallback_model: str | None,
-           budget: float | None, as_json: bool, events: bool, otlp: str | None, verbose: bool) -> None:
+           budget: float | None, as_json: bool, events: bool, otlp: str | None, on_workers: bool,
+           verbose: bool) -> None:
     """Continue an unfinished run: finished steps are replayed, the step in flight resumes its session.
 
     A failed run is retried from its failed step as a new run; a flower go run wakes as `flower go` would.
@@ -392,7 +408,7 @@ def resume(run_id: str, run_dir: str, store: str | None, model: str | None, fall
     runtime = _runtime(str(meta["workspace"]), run_dir, store, run_id=run_id, model=model,
                        fallback_model=fallback_model, budget=budget)
     ctx = _drive(workflow, runtime, store=store, run_id=run_id, new=False, verbose=verbose, as_json=as_json,
-                 events=events, otlp=otlp)
+                 events=events, otlp=otlp, on_workers=on_workers)
     _finish(ctx, runtime, workflow, as_json=as_json, events=events)
 
 

@@ -17,7 +17,7 @@ import click
 from flower.errors import ConfigError
 
 __all__ = [
-    "ENV", "budget", "continue_last", "events_output", "fallback_model", "json_output", "model", "new", "otlp",
+    "ENV", "budget", "continue_last", "events_output", "fallback_model", "json_output", "model", "new", "on_workers", "otlp",
     "run_dir", "store", "verbose", "workspace",
 ]
 
@@ -43,6 +43,7 @@ ENV: dict[str, str | None] = {
     "new": None,
     "otlp": "FLOWER_OTLP",
     "verbose": None,
+    "on_workers": None,
 }
 """Each shared option's parameter name and the environment variable that sets it (None: the flag only)."""
 
@@ -124,3 +125,8 @@ def otlp(*, help: str = "Send OpenTelemetry spans to this OTLP/HTTP collector (n
 
 def verbose(*, help: str = "Show DBOS's own log lines.") -> Decorator:
     return click.option("--verbose", "-v", is_flag=True, help=help)
+
+
+def on_workers(*, help: str = "Leave the parallel steps (parallel(...), over=) to `flower worker` processes: "
+                              "this process takes none of them (needs a PostgreSQL --store).") -> Decorator:
+    return click.option("--on-workers", "on_workers", is_flag=True, help=help)

@@ -174,8 +174,13 @@ def launch(
     store: str | None = None,
     verbose: bool = False,
     executor_id: str | None = None,
+    branches: bool = True,
 ) -> Engine:
-    """Configure and launch DBOS for this run dir and store (idempotent); return the engine."""
+    """Configure and launch DBOS for this run dir and store (idempotent); return the engine.
+
+    `branches=False`: this process takes no queued parallel branch (DBOS listens to none of the runs' queues,
+    only its internal one), so on a fleet every branch runs on a `flower worker`; refused on SQLite, where
+    nothing else would take them."""
     global _current
     url = database_url(run_dir, store)
     with _lock:
@@ -186,6 +191,9 @@ def launch(
                 )
             return _current
         if url.startswith("sqlite:///"):
+            if not branches:
+                raise ConfigError("leaving the parallel steps to workers needs a fleet's PostgreSQL --store "
+                                  "(on SQLite no other process takes them)")
             _check_sqlite(Path(url[len("sqlite:///"):]))
         else:
             _check_postgres(url)
@@ -207,6 +215,8 @@ def launch(
         }
         try:
             DBOS(config=config)
+            if not branches:
+                DBOS.listen_queues([])  # DBOS's own internal queues are always listened to
             DBOS.launch()
         except Exception as exc:  # noqa: BLE001 - DBOS's own errors: one line naming the database
             DBOS.destroy()

@@ -1,9 +1,10 @@
 """A fleet worker whose link to PostgreSQL is cut does not stall the run, and does no harm when the link comes
 back (issue #26 item 3; B-13).
 
-`flower run` fans out 6 agent steps, 2 at a time, over itself and two `flower worker` processes on
-PostgreSQL. Worker w1 reaches the database through a TCP proxy the test runs. While w1 holds a step (its
-tool call runs), the test cuts w1's link: nothing passes, nothing is closed, as in a network partition.
+`flower run --on-workers` fans out 6 agent steps, 2 at a time, over two `flower worker` processes on
+PostgreSQL (the lead takes none: with three processes polling one queue, w1 could lose every race for a
+step). Worker w1 reaches the database through a TCP proxy the test runs; w2 starts once w1 holds a step
+(its tool call runs). Then the test cuts w1's link: nothing passes, nothing is closed, as in a network partition.
 While it is cut, `flower runs` names w1, the step it holds and its last heartbeat; after w1's heartbeat
 timeout a live process has DBOS recover the step, which finishes on another process, resuming its session.
 w1 itself stops the step once its lease ran out (no beat landed for its timeout less one beat interval),
@@ -108,11 +109,10 @@ def test_a_worker_cut_off_from_the_database_is_replaced_and_its_late_result_is_d
     workers = {
         "w1": flower({**scripted_api.cli_env(tmp_path / "home-w1"), "FLEET_NAME": "w1"}, "worker", "--store",
                      cut_dsn, "--id", "w1", "--heartbeat-timeout", str(TIMEOUT), "-r", str(tmp_path / "w1-runs")),
-        "w2": flower(env, "worker", "--store", database, "--id", "w2", "-r", str(tmp_path / "w2-runs")),
     }
-    for name, child in workers.items():
-        assert first_line(child).startswith(f"worker {name} on ")
-    lead = flower(env, "run", f"{tmp_path / 'flow.py'}:fan", "-w", str(ws), "-r", str(runs), "--store", database)
+    assert first_line(workers["w1"]).startswith("worker w1 on ")
+    lead = flower(env, "run", f"{tmp_path / 'flow.py'}:fan", "-w", str(ws), "-r", str(runs), "--store", database,
+                  "--on-workers")
     client = engine.client(runs, database)
     try:
         deadline = time.monotonic() + 120
@@ -121,6 +121,8 @@ def test_a_worker_cut_off_from_the_database_is_replaced_and_its_late_result_is_d
         (held,) = tmp_path.glob("held-*")  # w1's tool call runs now, and waits
         while not held.read_text() and time.monotonic() < deadline:
             time.sleep(0.1)
+        workers["w2"] = flower(env, "worker", "--store", database, "--id", "w2", "-r", str(tmp_path / "w2-runs"))
+        assert first_line(workers["w2"]).startswith("worker w2 on ")
         tool = int(held.read_text())
         item = held.name.split("-", 1)[1]
         (pending,) = [c.workflow_id for c in client.list_workflows(status=["PENDING"], executor_id="w1",
@@ -145,6 +147,7 @@ def test_a_worker_cut_off_from_the_database_is_replaced_and_its_late_result_is_d
         (run,) = client.list_workflows(name="flower.run")
         assert run.output["each"] == [f"done n{i}" for i in range(6)]
         assert run.output["_ran_by"][victim.split("/", 1)[1]] not in ("w1", "?")
+        assert set(run.output["_ran_by"].values()) == {"w1", "w2"}  # --on-workers: the lead took none
 
         (branch,) = client.list_workflows(workflow_ids=[victim])
         recorded = branch.output

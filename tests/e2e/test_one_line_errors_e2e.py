@@ -246,3 +246,18 @@ def test_a_store_with_bytes_rotted_inside_a_page_is_refused_before_anything_is_a
     one_line(once("--resume", session, "paint it again"), "sessions.db is corrupted", "does not match its checksum")
     one_line(flower("sessions", "-r", str(runs), cwd=tmp_path), "sessions.db is corrupted")
     assert digest(store) == before and len(scripted_api.requests) == asked
+
+
+def test_leaving_the_parallel_steps_to_workers_without_a_fleet_is_one_line_and_starts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "flow.py").write_text(
+        "from flower import AgentSpec, Step, Workflow\n"
+        "spec = AgentSpec(name='a', instructions='x')\n"
+        "wf = Workflow([Step('each', spec, 'on {item}', over=['a', 'b'])], name='wf')\n")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "unused")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing may be asked of a model
+    runs = tmp_path / "runs"
+    one_line(flower("run", "flow.py:wf", "-r", str(runs), "--on-workers", cwd=tmp_path),
+             "leaving the parallel steps to workers needs a fleet's PostgreSQL --store")
+    assert not (runs / "dbos.sqlite").exists()
