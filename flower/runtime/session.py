@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -87,6 +88,8 @@ class Session:
         self.runtime, self.step, self.resume, self.fork = runtime, step, resume, fork
         # a fork runs as a new session: its id comes with its first message (the parent's stays the step's)
         self.session_id: str | None = None if fork else resume
+        self.heard = False
+        """The CLI sent a message of this session: it began (a session whose CLI died first never did)."""
         self.result: ResultMessage | None = None
         self.text = ""
         self.output: Any = None
@@ -133,6 +136,10 @@ class Session:
         # before a resume: what an earlier process's session left in the local transcript only
         await self._backfill(projects_dir(options.env), self.resume, patience=0.0)
         await self._restore()
+        if self.resume is None:  # a new session: its id chosen here and said before the CLI can write a line
+            self.session_id = str(uuid.uuid4())
+            options = replace(options, extra_args={**options.extra_args, "session-id": self.session_id})
+            self._started(self.session_id)
         spawn = child.prepare(runtime.run_dir)
         if spawn is not None:  # the CLI in its own process group, ended with flower (flower.runtime.child)
             options = replace(options, cli_path=spawn.cli_path, env={**options.env, **spawn.env})
@@ -176,6 +183,12 @@ class Session:
                 child.forget(spawn.record)
         return self.outcome()
 
+    def _started(self, session: str) -> None:
+        """A new session: its manifest row, then the event a durable step records it on (`flower.flow.durable`),
+        both before the CLI can have written anything of it, so a kill at any instant leaves it findable."""
+        self._record_start(session)
+        emit(self.step.on_event, Event("system", "session", payload={"subtype": "session", "session_id": session}))
+
     def _record_start(self, session: str) -> None:
         """The manifest's session row: which step this session (or this resume of it) works for."""
         row = {"run_id": self.runtime.run_id, "step": self.step.name, "session_id": session,
@@ -190,7 +203,8 @@ class Session:
     def outcome(self) -> Outcome:
         kind = outcome_kind(interrupted=self.interrupted, stale=self.refresh, handoff=self.handoff,
                             error=self.error, fatal=self.fatal)
-        return Outcome(kind, session_id=self.session_id, text=self.text, error=self.error, status=self.status,
+        began = self.heard or (self.resume is not None and not self.fork)
+        return Outcome(kind, session_id=self.session_id if began else None, text=self.text, error=self.error, status=self.status,
                        handoff=self.handoff, degraded=self.degraded, stale=self.refresh,
                        output=self.output, settled=self.result is not None, cost=self.cost, turns=self.turns,
                        worker_errors=tuple(self.worker_errors),
@@ -261,12 +275,11 @@ class Session:
 
     def _on_any(self, msg: object) -> None:
         """Every message: the session id the instant it is known, the tasks, the events."""
-        if self.session_id is None:
+        self.heard = self.heard or getattr(msg, "session_id", None) is not None or _init_session(msg) is not None
+        if self.session_id is None:  # a fork: the CLI names its new session in its first message
             self.session_id = getattr(msg, "session_id", None) or _init_session(msg)
             if self.session_id is not None:
-                self._record_start(self.session_id)
-                emit(self.step.on_event, Event("system", "session", payload={"subtype": "session",
-                                                                             "session_id": self.session_id}))
+                self._started(self.session_id)
         self.tasks.track(msg)
         for event in to_events(msg):
             if event.kind == "retry":  # the CLI's own retries: say where they go

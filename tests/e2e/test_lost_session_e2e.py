@@ -13,12 +13,14 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from claude_agent_sdk import project_key_for_directory
 
-from flower import texts
+from flower import AgentSpec, texts
+from flower.runtime.runtime import Runtime
 from flower.stores.sqlite import SqliteSessionStore
 from flower.testing import ScriptedAPI, text, tool_use
 from tests.support.flowproc import (
@@ -104,3 +106,25 @@ def test_a_new_generation_without_history_resumes_the_generation_before(tmp_path
     assert session(again[0]) == lost["gen1"] and texts.RESUME_AFTER_CRASH in again[0].last_user_text()
     assert chain.redone() == []  # the first generation's tool call is not run again
     assert outputs(chain.runs) == {"one": "OUT-one", "two": "OUT-two", "three": "OUT-three"}
+
+
+def test_a_new_session_is_said_before_its_cli_starts_under_the_id_said(tmp_path: Path) -> None:
+    """The id of a new session is chosen and said (the event a durable step records it on) before the CLI
+    runs, so a kill at any instant after the CLI wrote its first line leaves a session the next run finds;
+    the CLI's transcript and requests carry that id."""
+    home = tmp_path / "home"
+    said: list[tuple[str, list[str]]] = []
+
+    def on_event(event: Any) -> None:
+        if event.payload.get("subtype") == "session":
+            said.append((event.payload["session_id"], processes_in(home)))
+
+    with ScriptedAPI(handler=lambda request: text("done")) as api:
+        (tmp_path / "ws").mkdir()
+        runtime = Runtime(tmp_path / "ws", run_dir=tmp_path / "runs", env=api.cli_env(home))
+        result = runtime.run_sync(AgentSpec(name="a", instructions="x"), "hello", on_event=on_event)
+        (sid, running), = said
+        assert running == []  # no CLI of this step was running yet
+        assert result.session_id == sid
+        assert {r.headers.get("x-claude-code-session-id") for r in api.requests} == {sid}
+        assert [p.stem for p in (home / ".claude" / "projects").rglob("*.jsonl")] == [sid]
