@@ -241,8 +241,8 @@ class Session:
                     added = await backfill(self.runtime.store, projects, key)  # type: ignore[arg-type]
                 except Exception as exc:  # noqa: BLE001 - any store's failure: wait, then say so
                     why = one_line(exc)
-                    if anyio.current_time() >= deadline:
-                        break
+                    if anyio.current_time() >= deadline or _deterministic(exc):
+                        break  # a damaged row fails every try alike: waiting cannot help
                     await anyio.sleep(_BACKFILL_PAUSE)
         if added is None:
             emit(self.step.on_event, Event("error", f"session {session}: the store may lack entries of the CLI's "
