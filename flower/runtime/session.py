@@ -68,7 +68,7 @@ from flower.runtime.resilience import (
 )
 from flower.runtime.steps import now, record_session
 from flower.stores.backfill import backfill, projects_dir
-from flower.util.oneline import first_line, one_line
+from flower.util.oneline import disk_full, first_line, one_line
 
 __all__ = ["Session"]
 
@@ -241,8 +241,8 @@ class Session:
                     added = await backfill(self.runtime.store, projects, key)  # type: ignore[arg-type]
                 except Exception as exc:  # noqa: BLE001 - any store's failure: wait, then say so
                     why = one_line(exc)
-                    if anyio.current_time() >= deadline or _deterministic(exc):
-                        break  # a damaged row fails every try alike: waiting cannot help
+                    if anyio.current_time() >= deadline or _deterministic(exc) or disk_full(exc):
+                        break  # a damaged row or a full disk fails every try alike: waiting cannot help
                     await anyio.sleep(_BACKFILL_PAUSE)
         if added is None:
             emit(self.step.on_event, Event("error", f"session {session}: the store may lack entries of the CLI's "
