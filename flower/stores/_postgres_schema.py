@@ -106,6 +106,11 @@ def migrate(conn: psycopg.Connection[Any], schema: str, where: str) -> None:
             )
 
 
+SIBLINGS = frozenset({"human_letters"})
+"""Tables flower itself keeps in a session store's schema: a run's human channel binds its mailbox there
+(`flower.human.mailbox.PostgresMailbox`), and may create it before the store's first write."""
+
+
 def schema_version(conn: psycopg.Connection[Any], schema: str, where: str) -> int:
     """The flower schema version in `schema` (0 if absent or empty); StoreError for a foreign or newer one."""
     tables = {
@@ -114,10 +119,10 @@ def schema_version(conn: psycopg.Connection[Any], schema: str, where: str) -> in
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
         ).fetchall()
     }
-    if not tables:
+    if not tables - SIBLINGS:  # empty, or only what flower's human channel keeps beside the store
         return 0
     if "schema_version" not in tables:
-        shown = ", ".join(sorted(tables)[:5])
+        shown = ", ".join(sorted(tables - SIBLINGS)[:5])
         raise StoreError(f"schema {schema} at {where} holds other tables, not a flower session store ({shown})")
     row = conn.execute(
         sql.SQL("SELECT COALESCE(MAX(version), 0) FROM {}.schema_version").format(sql.Identifier(schema))

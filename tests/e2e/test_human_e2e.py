@@ -192,7 +192,8 @@ async def test_flower_answer_from_a_second_process_through_postgresql(
         rt = runtime(scripted_api, tmp_path, workspace, store=store)
         ch = HumanChannel(timeout_s=60, poll_s=0.1).bind(rt)
         helper = answer_from_another_process(ch, "run-7", "--store", dsn, "--schema", schema, cwd=tmp_path)
-        result = await rt.run(lead(ch), "Paint the shed.")
+        events: list[Any] = []
+        result = await rt.run(lead(ch), "Paint the shed.", on_event=events.append)
         helper.join(30)
         listed, answered = helper.outputs  # type: ignore[attr-defined]
         assert listed.startswith("q1  run-7  asked ") and listed.strip().endswith("Which brush?")
@@ -200,6 +201,9 @@ async def test_flower_answer_from_a_second_process_through_postgresql(
         assert result.ok
         assert scripted_api.main_requests[1].result_text() == texts.ASK_ANSWERED.format(answer="the red one")
         assert not (rt.run_dir / "human.db").exists()  # the letters went to PostgreSQL
+        # the mailbox's table beside the store's in one schema: the session was stored as it ran, not refused
+        assert await store.load(rt._key(result.session_id))
+        assert not [e for e in events if e.payload.get("subtype") in ("mirror_error", "backfill_failed")]
     finally:
         await store.aclose()
         if ch.mailbox is not None:
