@@ -30,6 +30,7 @@ import dataclasses
 import json
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -345,14 +346,23 @@ def runs(run_dir: str, store: str | None, as_json: bool) -> None:
         return
     from rich.table import Table
 
-    table = Table(box=None, highlight=False)
-    for column in ("run", "workflow", "state", "steps", "cost", "started", "workspace"):
-        table.add_column(column, justify="right" if column in ("steps", "cost") else "left", no_wrap=True)
-    for row in rows:
-        state = f"{row.state} at {row.failed_at}" if row.failed_at else row.state
-        table.add_row(row.run_id, row.workflow, state, f"{row.done}/{row.total}", f"${row.cost_usd:.4f}",
-                      row.started, row.workspace)
-    Console(highlight=False, width=200).print(table)
+    cells = [(row.run_id, row.workflow, f"{row.state} at {row.failed_at}" if row.failed_at else row.state,
+              f"{row.done}/{row.total}", f"${row.cost_usd:.4f}", row.started, row.workspace) for row in rows]
+    columns = ("run", "workflow", "state", "steps", "cost", "started", "workspace")
+    wide = sum(max(len(c[i]) for c in [columns, *cells]) for i in range(len(columns))) + 2 * len(columns)
+    console = Console(highlight=False, width=max(wide, 80))
+    if sys.stdout.isatty() and wide > shutil.get_terminal_size().columns:
+        # too wide for this terminal: two lines a run, the run id whole (it is what the next command needs)
+        for run, workflow, state, steps, cost, started, workspace in cells:
+            click.echo(f"{run}  {state}  {steps}  {cost}  {started[:16].replace('T', ' ')}")
+            click.echo(f"  {workflow} in {workspace}")
+    else:
+        table = Table(box=None, highlight=False)
+        for column in columns:
+            table.add_column(column, justify="right" if column in ("steps", "cost") else "left", no_wrap=True)
+        for cell in cells:
+            table.add_row(*cell)
+        console.print(table)
     for row in rows:
         reason = stall_reason(row)
         if reason is not None:
