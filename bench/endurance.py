@@ -40,7 +40,8 @@ would feed back (expired calls removed as pairs or kept with a note).
 
     python -m bench --only endurance          # 1,000 flower main turns
     python -m bench.endurance --tiny          # 60 turns, a 100k window (the CLI's minimum for compaction)
-    python -m bench.endurance --long          # 10,000 turns
+    python -m bench.endurance --long          # 10,000 turns of flower alone: is a turn's priced cost, and the
+                                              # process's RSS, at the end what it was at the start?
 """
 
 from __future__ import annotations
