@@ -73,9 +73,12 @@ def _state(status: WorkflowStatus, run_dir: Path, output: Any) -> str:
     return "running" if run_lock_held(run_dir, status.workflow_id) else "interrupted"
 
 
-def _cost(client: DBOSClient, run_id: str) -> tuple[int, float]:
+def _cost(client: DBOSClient, run_id: str, failed_at: str | None = None) -> tuple[int, float]:
+    """Steps done (settled without an error, not the step the run failed at, whose failure is settled too) and
+    the cost of every attempt of the run and its branches."""
     steps = client.list_workflow_steps(run_id) or []
-    done = sum(1 for s in steps if str(s.get("function_name", "")).startswith("settle:") and not s.get("error"))
+    done = sum(1 for s in steps if str(s.get("function_name", "")).startswith("settle:") and not s.get("error")
+               and s.get("function_name") != f"settle:{failed_at}")
     cost = 0.0
     ids = [run_id] + [c.workflow_id for c in client.list_workflows(workflow_id_prefix=f"{run_id}/",
                                                                     load_input=False, load_output=False)]
@@ -145,8 +148,8 @@ def _rows(client: DBOSClient, run_dir: str | os.PathLike[str], beats: Any = None
     rows = []
     for status in client.list_workflows(name=RUN_WORKFLOW, load_input=True, load_output=True):
         meta = _meta(status)
-        done, cost = _cost(client, status.workflow_id)
         output = status.output if isinstance(status.output, dict) else None
+        done, cost = _cost(client, status.workflow_id, output.get("_failed_at") if output else None)
         error = first_line(str(status.error)) if status.error else None
         rows.append(RunRow(
             run_id=status.workflow_id, workflow=str(meta.get("workflow", "?")),

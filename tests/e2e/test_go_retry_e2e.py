@@ -95,6 +95,7 @@ def test_a_failed_go_run_is_woken_and_retries_only_its_failed_step(
     assert "A CSV importer." in (workspace / "CLAUDE.md").read_text()
     rows = json.loads(_flower(env, "runs", "-r", str(runs), "--json").stdout)
     assert [r["state"] for r in rows] == ["failed", "finished"]
+    assert (rows[0]["done"], rows[0]["total"]) == (2, 4), rows[0]  # the step it failed at is not done
     assert rows[1]["done"] == rows[1]["total"] == 4
 
 
