@@ -157,6 +157,8 @@ class ContextMeter:
     """The prices of `model`, the model of the last reply (`observe` sets both)."""
     announced: int | None = None
     """The cost-driven threshold last announced for this generation."""
+    resumed_generation: int = 1
+    """The generation a resumed session ran in (its first message names it), from which the step goes on."""
     _seen: set[str] = field(default_factory=set)
 
     def new_generation(self) -> None:
@@ -260,3 +262,22 @@ def degraded_handoff(prompt: str, last_text: str, reason: str) -> str:
     """A handoff the runtime writes itself when the session cannot (its context overflowed)."""
     return texts.HANDOFF_DEGRADED.format(reason=reason, prompt=prompt.strip(),
                                          last=last_text.strip() or "(nothing)")
+
+
+_GENERATION_SAID = re.compile(re.escape(texts.HANDOFF_CONTINUE.split("{generation}", 1)[0]) + r"(\d+)\)")
+
+
+def generation_of(entries: Any) -> int:
+    """The generation a stored session ran in: the number its first prompt names (a generation after the
+    first starts with `texts.HANDOFF_CONTINUE`), else 1."""
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("type") != "user":
+            continue
+        content = (entry.get("message") or {}).get("content")
+        if isinstance(content, list):
+            content = "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+        if not isinstance(content, str):
+            continue
+        found = _GENERATION_SAID.search(content)
+        return int(found.group(1)) if found else 1
+    return 1

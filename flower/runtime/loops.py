@@ -51,7 +51,8 @@ class Ending:
 
 async def run_step(runtime: Host, step: Step, resume: str | None, fork: bool) -> Ending:
     """The generations loop."""
-    state, session = State(), resume
+    # a resumed session goes on in its own generation: the numbering and the cap count on from it
+    state, session = State(generation=step.meter.resumed_generation if resume else 1), resume
     unanswered = await _typo(runtime)
     if unanswered is not None:
         return Ending(resume, Outcome("fatal", error=unanswered), unanswered)

@@ -45,7 +45,7 @@ from flower.runtime.calibration import Windows
 from flower.runtime.checkpoints import Checkpoints, FileCheckpoints
 from flower.runtime.config import RuntimeConfig, RuntimeOptions
 from flower.runtime.control import Steering
-from flower.runtime.handoff import ContextMeter, HandoffPolicy, overflow_window
+from flower.runtime.handoff import ContextMeter, HandoffPolicy, generation_of, overflow_window
 from flower.runtime.host import Step
 from flower.runtime.layers import Generations, Layer, Spill, TurnStop, Walls, WorkbenchLayer, fold
 from flower.runtime.loops import run_step
@@ -301,6 +301,7 @@ class Runtime:
         for ident, model, usage in main_usages(entries):
             meter.observe(ident, usage, model)
         meter.seeded = len(meter.per_message)
+        meter.resumed_generation = generation_of(entries)
 
     def isolate_workbench(self, on_event: OnEvent | None = None) -> Workbench | None:
         """The default workbench moved out of the checkout (`outside_checkout`), so that workers isolated in

@@ -338,3 +338,20 @@ async def test_a_person_hands_over_at_the_next_tool_boundary_with_a_focus(
     assert any(e.payload.get("subtype") == "handoff_asked" for e in events if e.kind == "system")
     with pytest.raises(ConfigError, match="needs generations"):
         runtime(scripted_api, tmp_path, workspace, handoff=None).handoff("x")
+
+
+async def test_a_resumed_later_generation_keeps_its_number_and_the_cap_counts_on(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """A restart that resumes generation 2's session goes on as generation 2: its next handoff would make a
+    third, which a cap of 2 stops (before, the resumed step counted from 1 again, so restarts reset the cap
+    and the numbering)."""
+    policy = HandoffPolicy(max_generations=2)
+    scripted_api.script([cross(31_000), text(DOC.format(mark="FIRST")), text("paused in two")])
+    first = await runtime(scripted_api, tmp_path, workspace, handoff=policy, window=40_000).run(solo(), "task")
+    assert first.ok and first.text == "paused in two" and len(first.handoffs) == 1, first.error
+    scripted_api.script([cross(31_000), text(DOC.format(mark="SECOND"))])
+    again = runtime(scripted_api, tmp_path, workspace, handoff=policy, window=40_000)
+    result = await again.run(solo(), "go on", resume=first.session_id)
+    assert not result.ok and result.error is not None and "more than 2 generations" in result.error, result.error
+    assert "SECOND" in Path(result.handoffs[-1]).read_text()

@@ -354,3 +354,18 @@ def test_the_cost_driven_threshold_comes_from_flower_handoff_at(tmp_path: Path) 
     assert own is not None and own.threshold() == 30_000  # the policy's own wins
     with pytest.raises(ConfigError, match="FLOWER_HANDOFF_AT must be a token count like 40000 or 40k, not 'soon'"):
         resolve_config({}, env={"FLOWER_HANDOFF_AT": "soon"}, start=tmp_path)
+
+
+def test_the_generation_of_a_stored_session_is_the_one_its_first_prompt_names() -> None:
+    from flower import texts
+    from flower.runtime.handoff import generation_of
+
+    said = texts.HANDOFF_CONTINUE.format(generation=7, path="notes/h.md", handoff="## Doing\nx\n## Next\n1. y")
+    prompt = {"type": "user", "message": {"role": "user", "content": said}}
+    blocks = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "note\n" + said}]}}
+    first = {"type": "user", "message": {"role": "user", "content": "Paint the shed."}}
+    meta = {"type": "system", "subtype": "init"}
+    assert generation_of([meta, prompt, first]) == 7
+    assert generation_of([blocks]) == 7
+    assert generation_of([meta, first, prompt]) == 1  # only the first prompt counts: a later quote does not
+    assert generation_of([]) == 1
