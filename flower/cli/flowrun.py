@@ -107,7 +107,11 @@ def _leave_to_workers(runtime: Runtime, store: str | None, verbose: bool) -> Non
     from flower.flow import engine, fleet
 
     current = engine.launch(runtime.run_dir, store=store, verbose=verbose, branches=False)
-    beats = fleet.heartbeats(current.url)
+    try:
+        beats = fleet.heartbeats(current.url)
+    except BaseException:
+        engine.destroy()
+        raise
     if not any(b.role == "worker" and not b.silent for b in beats.values()):
         click.echo("flower: no flower worker is alive on this store: the parallel steps wait for one", err=True)
 
@@ -122,6 +126,8 @@ def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: s
 
     threshold = runtime.threshold(workflow.steps[0].spec) if hasattr(workflow.steps[0], "spec") else None
     ctx = None
+    if on_workers:  # before the live view, whose status line would swallow the notice
+        _leave_to_workers(runtime, store, verbose)
     with contextlib.ExitStack() as stack:
         if events:
             on_event = _print_json
@@ -141,8 +147,6 @@ def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: s
 
         stack.enter_context(guard())
         try:
-            if on_workers:
-                _leave_to_workers(runtime, store, verbose)
             with otlp_tracing(otlp, runtime.run_id, workflow.name):  # flushed also when the run fails
                 ctx = asyncio.run(main())
         except KeyboardInterrupt:

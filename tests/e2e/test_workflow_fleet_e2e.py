@@ -181,3 +181,34 @@ def test_a_branch_the_worker_takes_runs_under_the_starters_settings(
             if child.poll() is None:
                 os.killpg(child.pid, signal.SIGTERM)
                 child.wait(timeout=30)
+
+
+def test_a_run_left_to_workers_says_none_is_alive_then_waits_for_one(
+    scripted_api: ScriptedAPI, tmp_path: Path, database: str
+) -> None:
+    scripted_api.handler = lambda request: text("done " + re.findall(r"ITEM-(n\d)", request.text)[0])
+    (tmp_path / "flow.py").write_text(FLOW)
+    env = scripted_api.cli_env(tmp_path / "home")
+    (tmp_path / "ws").mkdir()
+    lead = flower(env, "run", f"{tmp_path / 'flow.py'}:fan", "-w", str(tmp_path / "ws"), "-r", str(tmp_path / "runs"),
+                  "--store", database, "--on-workers")
+    worker = None
+    try:
+        said = first_line(lead)
+        assert said == "flower: no flower worker is alive on this store: the parallel steps wait for one\n", said
+        time.sleep(3)
+        assert scripted_api.requests == [] and lead.poll() is None  # nothing runs the steps meanwhile
+        worker = flower(env, "worker", "--store", database, "--id", "w1", "-r", str(tmp_path / "w"))
+        out, err = lead.communicate(timeout=180)
+        assert lead.returncode == 0, err
+        client = engine.client(tmp_path / "runs", database)
+        try:
+            (run,) = client.list_workflows(name="flower.run")
+        finally:
+            client.destroy()
+        assert set(run.output["_ran_by"].values()) == {"w1"} and len(run.output["_ran_by"]) == 10
+    finally:
+        for child in (worker, lead):
+            if child is not None and child.poll() is None:
+                os.killpg(child.pid, signal.SIGTERM)
+                child.wait(timeout=30)
