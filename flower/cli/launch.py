@@ -132,6 +132,8 @@ class _SessionSeen:
 
     def __call__(self, event: Any) -> None:
         found = event.payload.get("session_id") or event.payload.get("retired")
+        if event.payload.get("subtype") == "session":
+            return  # recorded before its CLI starts: stored only once the CLI's first frame (init) comes
         if isinstance(found, str) and found and event.kind != "handoff":
             self.session = found
 

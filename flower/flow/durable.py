@@ -316,10 +316,13 @@ async def _attempt(live: Live, runtime: Runtime, attempt: Attempt) -> StepResult
     def on_event(event: Event) -> None:
         if event.kind == "system" and event.payload.get("subtype") == "session":
             sid = str(event.payload.get("session_id"))
-            flight.session_id = sid
             if not sessions or sessions[-1] != sid:
                 _record_now({"step": attempt.step, "label": label, "session_id": sid})
                 sessions[:] = [s for s in sessions if s != sid] + [sid]
+        elif event.kind == "system" and event.payload.get("subtype") == "init" and event.payload.get("session_id"):
+            # the CLI's first frame: the session began. The recorded id (above) may never begin, so the
+            # interrupted row a signal writes names only a session with something stored (flower run -c)
+            flight.session_id = str(event.payload["session_id"])
         emit(live.on_event, event)
 
     try:

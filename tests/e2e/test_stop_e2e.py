@@ -118,3 +118,28 @@ def test_a_killed_flower_once_takes_its_cli_with_it(scripted_api: ScriptedAPI, t
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)
+
+
+def test_a_kill_before_the_cli_said_anything_names_no_session(scripted_api: ScriptedAPI, tmp_path: Path) -> None:
+    """flower records a new session's id before its CLI starts; a SIGTERM in that window must not write an
+    `interrupted` row naming it (nothing of it is stored), or `flower run -c` would try to resume a session
+    that never began."""
+    (tmp_path / "spec.py").write_text('from flower import AgentSpec\n'
+                                      'agent = AgentSpec(name="agent", instructions="You answer.", tools=["Read"])\n')
+    home, ws, run_dir = tmp_path / "home", tmp_path / "ws", tmp_path / "runs"
+    ws.mkdir()
+    env = scripted_api.cli_env(home)
+    command = ("run", f"{tmp_path / 'spec.py'}:agent", "-w", str(ws), "-r", str(run_dir))
+    child = flower(env, *command, "-p", "hi", "--events")
+    assert child.stdout is not None
+    for line in child.stdout:
+        if '"subtype": "session"' in line:
+            os.kill(child.pid, signal.SIGTERM)  # the CLI is not even spawned yet
+            break
+    finish(child, timeout=60)
+    assert scripted_api.requests == []
+    import json
+    (row,) = json.loads((run_dir / "manifest.json").read_text())["steps"]
+    assert (row["state"], row["session_id"]) == ("interrupted", None)
+    code, _, err = finish(flower(env, *command, "-c", "-p", "more"))
+    assert code == 1 and "to continue: run it once without --continue" in err, err
