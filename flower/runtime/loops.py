@@ -75,9 +75,12 @@ async def _attempts(runtime: Host, step: Step, message: str, session: str | None
                     state: State) -> tuple[Move, Outcome, str | None]:
     """The attempts loop of one generation: until a stop or a handoff."""
     tally = step.tally
+    forking = fork and tally.attempts == 0
     while True:
-        outcome = await runtime._attempt(step, message, session, fork and tally.attempts == 0)
+        outcome = await runtime._attempt(step, message, session, forking)
         tally.add(outcome)
+        if outcome.session_id is not None:
+            forking = False  # the fork began: a retry resumes it (till then `session` is still its parent)
         session = outcome.session_id or session
         if outcome.refreshed:
             _refreshed(step, outcome, session)
@@ -94,7 +97,7 @@ async def _attempts(runtime: Host, step: Step, message: str, session: str | None
                 return replace(move, kind="stop", error=error), outcome, session
         elif move.kind == "wait":
             await _wait_for_reset(step, move.until)
-        if move.kind in ("resume", "refresh", "retry", "wait") and session is not None:
+        if move.kind in ("resume", "refresh", "retry", "wait") and session is not None and not forking:
             message = move.message
         if move.kind in ("resume", "refresh", "retry", "wait"):
             continue  # no session began (the CLI died before its first frame): the next one starts afresh

@@ -203,3 +203,36 @@ def test_a_typod_endpoint_fails_flower_once_within_seconds_naming_it(
     assert time.monotonic() - started < 30, err
     assert code != 0 and "Traceback" not in err
     assert f"endpoint {url} does not accept connections and has never answered this run" in err + out
+
+
+async def test_a_fork_whose_first_cli_died_before_its_first_frame_is_retried_as_the_fork(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """A fork's CLI killed before it says anything: the retry forks again on the fork's own prompt; it must not
+    resume the parent in place with the resume text (the parent stays as it was, the task is not lost)."""
+    scripted_api.script([text("parent done"), text("fork done")])
+    rt = runtime(scripted_api, tmp_path, workspace)
+    parent = await rt.run(solo(), "the parent task PARENT-MARK")
+    assert parent.ok and parent.session_id
+    key = rt._key(parent.session_id)
+    kept = len(await rt.store.load(key) or [])
+    before = set(_children())
+    killed: list[int] = []
+
+    def kill_first_cli() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not killed:
+            for pid in set(_children()) - before:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=kill_first_cli, daemon=True)
+    watcher.start()
+    result = await rt.run(solo(), "the fork's task FORK-MARK", resume=parent.session_id, fork=True)
+    watcher.join()
+    assert killed and result.ok, result.error
+    assert "FORK-MARK" in scripted_api.requests[-1].last_user_text()
+    assert result.session_id != parent.session_id
+    assert len(await rt.store.load(key) or []) == kept  # the parent is never changed by its fork
