@@ -271,6 +271,10 @@ def run(target: str, workspace: str, run_dir: str, prompt: str | None, store: st
     if isinstance(value, AgentSpec) and resume:
         from flower.runtime.config import RuntimeConfig
 
+        if on_workers:
+            raise ConfigError("--on-workers leaves a workflow's parallel steps to workers; a session resume "
+                              "(--resume, -c) runs here, not as a workflow")
+
         again = f"flower run {shlex.quote(target)} -w {shlex.quote(workspace)} -r {shlex.quote(run_dir)} -p 'continue'"
         spec = RuntimeConfig(budget=budget).apply(value)  # a session resume runs the spec as it is given
         execute(spec, read_prompt(prompt), workspace=workspace, run_dir=run_dir, store=store, resume=resume,

@@ -261,3 +261,12 @@ def test_leaving_the_parallel_steps_to_workers_without_a_fleet_is_one_line_and_s
     one_line(flower("run", "flow.py:wf", "-r", str(runs), "--on-workers", cwd=tmp_path),
              "leaving the parallel steps to workers needs a fleet's PostgreSQL --store")
     assert not (runs / "dbos.sqlite").exists()
+
+
+def test_leaving_a_session_resume_to_workers_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An AgentSpec's `--resume`/`-c` runs no workflow: `--on-workers` would be dropped silently there."""
+    (tmp_path / "spec.py").write_text("from flower import AgentSpec\nspec = AgentSpec(name='a', instructions='x')\n")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "unused")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    one_line(flower("run", "spec.py:spec", "-p", "go on", "--resume", "0123abcd", "--on-workers", cwd=tmp_path),
+             "--on-workers leaves a workflow's parallel steps to workers")
