@@ -102,9 +102,11 @@ def _results(ctx: Context) -> list[StepResult]:
     return [one for result in ctx.results.values() for one in (result if isinstance(result, list) else [result])]
 
 
-def _leave_to_workers(runtime: Runtime, store: str | None, verbose: bool) -> None:
-    """`--on-workers`: launch DBOS listening to none of the runs' queues, and say so when no worker is alive."""
+def _leave_to_workers(workflow: Workflow, runtime: Runtime, store: str | None, verbose: bool) -> None:
+    """`--on-workers`: launch DBOS listening to none of the runs' queues, and say so when no worker is alive
+    and the workflow has a parallel step to wait with."""
     from flower.flow import engine, fleet
+    from flower.flow.step import Parallel
 
     current = engine.launch(runtime.run_dir, store=store, verbose=verbose, branches=False)
     try:
@@ -112,7 +114,8 @@ def _leave_to_workers(runtime: Runtime, store: str | None, verbose: bool) -> Non
     except BaseException:
         engine.destroy()
         raise
-    if not any(b.role == "worker" and not b.silent for b in beats.values()):
+    fans_out = any(isinstance(step, Parallel) or getattr(step, "over", None) is not None for step in workflow.steps)
+    if fans_out and not any(b.role == "worker" and not b.silent for b in beats.values()):
         click.echo("flower: no flower worker is alive on this store: the parallel steps wait for one", err=True)
 
 
@@ -127,7 +130,7 @@ def _drive(workflow: Workflow, runtime: Runtime, *, store: str | None, run_id: s
     threshold = runtime.threshold(workflow.steps[0].spec) if hasattr(workflow.steps[0], "spec") else None
     ctx = None
     if on_workers:  # before the live view, whose status line would swallow the notice
-        _leave_to_workers(runtime, store, verbose)
+        _leave_to_workers(workflow, runtime, store, verbose)
     with contextlib.ExitStack() as stack:
         if events:
             on_event = _print_json

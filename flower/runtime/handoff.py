@@ -264,7 +264,8 @@ def degraded_handoff(prompt: str, last_text: str, reason: str) -> str:
                                          last=last_text.strip() or "(nothing)")
 
 
-_GENERATION_SAID = re.compile(re.escape(texts.HANDOFF_CONTINUE.split("{generation}", 1)[0]) + r"(\d+)\)")
+_GENERATION_SAID = re.compile(r"(?m)^" + re.escape(texts.HANDOFF_CONTINUE.split("{generation}", 1)[0]) + r"(\d+)\)")
+"""The continuation's opening, at the start of a line (the workbench's listing may come before it)."""
 
 
 def generation_of(entries: Any) -> int:
@@ -274,10 +275,12 @@ def generation_of(entries: Any) -> int:
         if not isinstance(entry, dict) or entry.get("type") != "user":
             continue
         content = (entry.get("message") or {}).get("content")
-        if isinstance(content, list):
-            content = "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-        if not isinstance(content, str):
-            continue
-        found = _GENERATION_SAID.search(content)
-        return int(found.group(1)) if found else 1
+        texts_ = [content] if isinstance(content, str) else [
+            str(b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+        # the continuation starts a line of its message: a prompt that quotes it inside a line does not count
+        for said in texts_:
+            found = _GENERATION_SAID.search(said)
+            if found:
+                return int(found.group(1))
+        return 1
     return 1

@@ -183,6 +183,14 @@ def test_a_branch_the_worker_takes_runs_under_the_starters_settings(
                 child.wait(timeout=30)
 
 
+SEQUENTIAL = """\
+from flower import AgentSpec, Step, Workflow
+
+spec = AgentSpec(name="agent", instructions="You work on one item.", allowed_tools=["Read"])
+seq = Workflow([Step("one", spec, "work on ITEM-n0")], name="seq")
+"""
+
+
 def test_a_run_left_to_workers_says_none_is_alive_then_waits_for_one(
     scripted_api: ScriptedAPI, tmp_path: Path, database: str
 ) -> None:
@@ -207,6 +215,13 @@ def test_a_run_left_to_workers_says_none_is_alive_then_waits_for_one(
         finally:
             client.destroy()
         assert set(run.output["_ran_by"].values()) == {"w1"} and len(run.output["_ran_by"]) == 10
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=30)
+        (tmp_path / "seq.py").write_text(SEQUENTIAL)  # no parallel step: nothing to wait for, nothing said
+        alone = flower(env, "run", f"{tmp_path / 'seq.py'}:seq", "-w", str(tmp_path / "ws"), "-r",
+                       str(tmp_path / "runs"), "--store", database, "--on-workers")
+        out, err = alone.communicate(timeout=120)
+        assert alone.returncode == 0 and "worker" not in err, err
     finally:
         for child in (worker, lead):
             if child is not None and child.poll() is None:

@@ -362,10 +362,13 @@ def test_the_generation_of_a_stored_session_is_the_one_its_first_prompt_names() 
 
     said = texts.HANDOFF_CONTINUE.format(generation=7, path="notes/h.md", handoff="## Doing\nx\n## Next\n1. y")
     prompt = {"type": "user", "message": {"role": "user", "content": said}}
-    blocks = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "note\n" + said}]}}
+    blocks = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "<note/>"},
+                                                                      {"type": "text", "text": said}]}}
     first = {"type": "user", "message": {"role": "user", "content": "Paint the shed."}}
     meta = {"type": "system", "subtype": "init"}
     assert generation_of([meta, prompt, first]) == 7
     assert generation_of([blocks]) == 7
     assert generation_of([meta, first, prompt]) == 1  # only the first prompt counts: a later quote does not
+    quoting = {"type": "user", "message": {"role": "user", "content": "Explain this text: " + said}}
+    assert generation_of([quoting]) == 1  # a prompt that quotes the continuation is not one
     assert generation_of([]) == 1
