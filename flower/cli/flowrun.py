@@ -355,12 +355,13 @@ def runs(run_dir: str, store: str | None, as_json: bool) -> None:
     if not rows:
         click.echo(f"no workflow runs in {Path(run_dir).resolve()}")
         return
+    from rich.cells import cell_len
     from rich.table import Table
 
     cells = [(row.run_id, row.workflow, f"{row.state} at {row.failed_at}" if row.failed_at else row.state,
               f"{row.done}/{row.total}", f"${row.cost_usd:.4f}", row.started, row.workspace) for row in rows]
     columns = ("run", "workflow", "state", "steps", "cost", "started", "workspace")
-    wide = sum(max(len(c[i]) for c in [columns, *cells]) for i in range(len(columns))) + 2 * len(columns)
+    wide = sum(max(cell_len(c[i]) for c in [columns, *cells]) for i in range(len(columns))) + 2 * len(columns)
     console = Console(highlight=False, width=max(wide, 80))
     if sys.stdout.isatty() and wide > shutil.get_terminal_size().columns:
         # too wide for this terminal: two lines a run, the run id whole (it is what the next command needs)
