@@ -106,9 +106,22 @@ def migrate(conn: psycopg.Connection[Any], schema: str, where: str) -> None:
             )
 
 
-SIBLINGS = frozenset({"human_letters"})
-"""Tables flower itself keeps in a session store's schema: a run's human channel binds its mailbox there
-(`flower.human.mailbox.PostgresMailbox`), and may create it before the store's first write."""
+SIBLINGS = {"human_letters": frozenset({"id", "run", "kind", "ref", "body", "meta", "at"})}
+"""Tables flower itself keeps in a session store's schema, with their columns: a run's human channel binds its
+mailbox there (`flower.human.mailbox.PostgresMailbox`), and may create it before the store's first write. A
+table of that name with other columns is someone else's."""
+
+
+def _ours(conn: psycopg.Connection[Any], schema: str, tables: set[str]) -> set[str]:
+    """The tables of `tables` that are flower's own siblings of a session store (name and columns)."""
+    found = set()
+    for table in tables & SIBLINGS.keys():
+        columns = {name for (name,) in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
+            (schema, table)).fetchall()}
+        if columns == SIBLINGS[table]:
+            found.add(table)
+    return found
 
 
 def schema_version(conn: psycopg.Connection[Any], schema: str, where: str) -> int:
@@ -119,10 +132,11 @@ def schema_version(conn: psycopg.Connection[Any], schema: str, where: str) -> in
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
         ).fetchall()
     }
-    if not tables - SIBLINGS:  # empty, or only what flower's human channel keeps beside the store
+    foreign = tables - _ours(conn, schema, tables)
+    if not foreign:  # empty, or only what flower's human channel keeps beside the store
         return 0
     if "schema_version" not in tables:
-        shown = ", ".join(sorted(tables - SIBLINGS)[:5])
+        shown = ", ".join(sorted(foreign)[:5])
         raise StoreError(f"schema {schema} at {where} holds other tables, not a flower session store ({shown})")
     row = conn.execute(
         sql.SQL("SELECT COALESCE(MAX(version), 0) FROM {}.schema_version").format(sql.Identifier(schema))

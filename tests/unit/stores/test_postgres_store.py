@@ -305,6 +305,28 @@ def test_foreign_and_newer_schemas_are_refused_untouched(server: str, schema: st
         PostgresSessionStore(server, schema=schema).has_session("x")
 
 
+def test_the_human_channels_mailbox_is_adopted_beside_the_store_and_a_foreign_table_of_its_name_is_not(
+    server: str, schema: str
+) -> None:
+    from flower.human.mailbox import PostgresMailbox
+
+    PostgresMailbox(server, schema=schema)  # a run's first question came before its first stored entry
+    PostgresSessionStore(server, schema=schema).has_session("x")
+    assert _tables(server, schema) == ["entries", "human_letters", "schema_version", "summaries", "transcripts"]
+
+    other = schema + "_other"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(other)))
+        conn.execute(sql.SQL("CREATE TABLE {}.human_letters (id int, note text)").format(sql.Identifier(other)))
+    try:
+        with pytest.raises(StoreError, match=r"holds other tables, not a flower session store \(human_letters\)"):
+            PostgresSessionStore(server, schema=other).has_session("x")
+        assert _tables(server, other) == ["human_letters"]
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(other)))
+
+
 def test_an_old_schema_is_migrated_in_place(server: str, schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
     async def write() -> None:
         async with PostgresSessionStore(server, schema=schema) as opened:
