@@ -56,12 +56,9 @@ def _children() -> list[int]:
     return found
 
 
-async def test_a_retry_after_the_cli_died_before_its_first_frame_carries_the_task(
-    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
-) -> None:
-    """Item 10c: the first CLI is killed before it says anything; the retry's only prompt used to be the
-    resume text, so the task was lost."""
-    scripted_api.script([text("did the task")])
+def _kill_the_next_cli() -> tuple[list[int], threading.Thread]:
+    """A thread that SIGKILLs the next CLI this process starts, as soon as it exists (before its first frame);
+    the pids it killed."""
     before = set(_children())
     killed: list[int] = []
 
@@ -76,6 +73,16 @@ async def test_a_retry_after_the_cli_died_before_its_first_frame_carries_the_tas
 
     watcher = threading.Thread(target=kill_first_cli, daemon=True)
     watcher.start()
+    return killed, watcher
+
+
+async def test_a_retry_after_the_cli_died_before_its_first_frame_carries_the_task(
+    scripted_api: ScriptedAPI, tmp_path: Path, workspace: Path
+) -> None:
+    """Item 10c: the first CLI is killed before it says anything; the retry's only prompt used to be the
+    resume text, so the task was lost."""
+    scripted_api.script([text("did the task")])
+    killed, watcher = _kill_the_next_cli()
     rt = runtime(scripted_api, tmp_path, workspace)
     result = await rt.run(solo(), "the original task TASK-MARK-C")
     watcher.join()
@@ -216,20 +223,7 @@ async def test_a_fork_whose_first_cli_died_before_its_first_frame_is_retried_as_
     assert parent.ok and parent.session_id
     key = rt._key(parent.session_id)
     kept = len(await rt.store.load(key) or [])
-    before = set(_children())
-    killed: list[int] = []
-
-    def kill_first_cli() -> None:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not killed:
-            for pid in set(_children()) - before:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-                return
-            time.sleep(0.005)
-
-    watcher = threading.Thread(target=kill_first_cli, daemon=True)
-    watcher.start()
+    killed, watcher = _kill_the_next_cli()
     result = await rt.run(solo(), "the fork's task FORK-MARK", resume=parent.session_id, fork=True)
     watcher.join()
     assert killed and result.ok, result.error
