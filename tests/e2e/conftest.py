@@ -16,8 +16,16 @@ from claude_agent_sdk import ClaudeAgentOptions
 
 from flower.testing import ScriptedAPI
 from tests.support.browser import find_chromium
+from tests.support.fleet import fleet_database
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    """A fresh PostgreSQL database of its own for a fleet test (its DSN), dropped afterwards."""
+    with fleet_database() as dsn:
+        yield dsn
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 
 from flower.flow import engine
 from flower.testing import ScriptedAPI, Usage, text, tool_use
-from tests.support.fleet import first_line, fleet_database, flower
+from tests.support.fleet import first_line, flower
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
@@ -37,12 +36,6 @@ fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in
 """ % PINNED
 ENOUGH = 4
 """Requests after which the scripted API ends an item's query itself: reached only if no budget stopped it."""
-
-
-@pytest.fixture
-def database() -> Iterator[str]:
-    with fleet_database() as dsn:
-        yield dsn
 
 
 def test_a_branch_the_worker_takes_runs_with_the_starters_model_and_budget(

@@ -22,7 +22,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ import pytest
 
 from flower.flow import engine
 from flower.testing import ScriptedAPI, text, tool_use
-from tests.support.fleet import first_line, fleet_database, flower
+from tests.support.fleet import first_line, flower
 from tests.support.tcpproxy import TcpProxy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -69,12 +68,6 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
-
-@pytest.fixture
-def database() -> Iterator[str]:
-    with fleet_database() as dsn:
-        yield dsn
 
 
 def test_a_worker_cut_off_from_the_database_is_replaced_and_its_late_result_is_dropped(

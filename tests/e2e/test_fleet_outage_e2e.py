@@ -14,7 +14,6 @@ import re
 import select
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ import pytest
 
 from flower.flow import engine
 from flower.testing import ScriptedAPI, text
-from tests.support.fleet import first_line, fleet_database, flower
+from tests.support.fleet import first_line, flower
 from tests.support.tcpproxy import TcpProxy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -34,12 +33,6 @@ spec = AgentSpec(name="agent", instructions="You work on one item.", allowed_too
 fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in range(6)], limit=3)],
                name="fan")
 """
-
-
-@pytest.fixture
-def database() -> Iterator[str]:
-    with fleet_database() as dsn:
-        yield dsn
 
 
 def _lines_until(child: Any, wanted: str, timeout: float) -> list[str]:

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import pytest
 
 from flower.flow import engine
 from flower.testing import ScriptedAPI, text
-from tests.support.fleet import first_line, fleet_database, flower
+from tests.support.fleet import first_line, flower
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
@@ -36,12 +35,6 @@ fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in
                name="fan")
 """
 TIMEOUT = 20  # the workers' heartbeat timeout, seconds
-
-
-@pytest.fixture
-def database() -> Iterator[str]:
-    with fleet_database() as dsn:
-        yield dsn
 
 
 def test_a_worker_killed_for_good_is_named_then_its_steps_finish_elsewhere(

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import pytest
 from flower import texts
 from flower.flow import engine
 from flower.testing import ScriptedAPI, text, tool_use
-from tests.support.fleet import first_line, fleet_database, flower
+from tests.support.fleet import first_line, flower
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
@@ -35,12 +34,6 @@ spec = AgentSpec(name="agent", instructions="You work on one item.", allowed_too
 fan = Workflow([Step("each", spec, "work on ITEM-{item}", over=[f"n{i}" for i in range(10)], limit=2)],
                name="fan")
 """
-
-
-@pytest.fixture
-def database() -> Iterator[str]:
-    with fleet_database() as dsn:
-        yield dsn
 
 
 def test_fan_out_over_a_lead_and_a_worker_survives_a_killed_worker(
